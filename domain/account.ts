@@ -1,0 +1,131 @@
+import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
+import { type PlanLimits, withinLimit } from "./plan-limits.js";
+
+/**
+ * The account: its plan, and the roster that plan limits are counted on. Agent slugs and API
+ * keys are reserved here in the same atomic append that creates the agent or key, so uniqueness
+ * and limits hold at append time whatever the read models say.
+ */
+export type AccountEvent =
+  | {
+      type: "AccountCreated";
+      data: { accountId: string; email: string; name: string; plan: string; createdAt: string };
+    }
+  | { type: "AccountPlanChanged"; data: { plan: string; previousPlan: string } }
+  | { type: "AgentSlugReserved"; data: { agentId: string; slug: string; keyVersion: number } }
+  | { type: "AgentSlugReleased"; data: { agentId: string; slug: string } }
+  | { type: "ApiKeyAdded"; data: { keyId: string } }
+  | { type: "ApiKeyRemoved"; data: { keyId: string } };
+
+export type AccountCommand =
+  | { type: "CreateAccount"; accountId: string; email: string; name: string; plan: string; now: string }
+  | { type: "ChangePlan"; plan: string }
+  | { type: "ReserveAgentSlug"; agentId: string; slug: string }
+  | { type: "ReleaseAgentSlug"; agentId: string }
+  | { type: "AddApiKey"; keyId: string }
+  | { type: "RemoveApiKey"; keyId: string };
+
+export interface AccountState {
+  exists: boolean;
+  plan: string;
+  /** Active slug → agent id. */
+  slugs: Record<string, string>;
+  /** Highest key version ever given to a slug: re-registering it rotates to the next one. */
+  keyVersions: Record<string, number>;
+  apiKeys: string[];
+}
+
+export interface AccountContext {
+  limits: PlanLimits;
+}
+
+function slugOf(state: AccountState, agentId: string): string | undefined {
+  return Object.keys(state.slugs).find((slug) => state.slugs[slug] === agentId);
+}
+
+function decide(
+  command: AccountCommand,
+  state: AccountState,
+  context: AccountContext,
+): Decision<AccountEvent> {
+  if (command.type === "CreateAccount") {
+    if (state.exists) return refuse("ACCOUNT_EXISTS", "the account already exists");
+    const { accountId, email, name, plan, now } = command;
+    return [{ type: "AccountCreated", data: { accountId, email, name, plan, createdAt: now } }];
+  }
+  if (!state.exists) return refuse("NOT_FOUND", "no such account");
+  switch (command.type) {
+    case "ChangePlan":
+      if (command.plan === state.plan) return [];
+      return [{ type: "AccountPlanChanged", data: { plan: command.plan, previousPlan: state.plan } }];
+    case "ReserveAgentSlug": {
+      if (state.slugs[command.slug] !== undefined) {
+        return refuse("AGENT_ID_TAKEN", `agent_id '${command.slug}' already exists on this account`);
+      }
+      if (!withinLimit(Object.keys(state.slugs).length, context.limits.maxAgents)) {
+        return refuse("QUOTA_EXCEEDED", `the ${state.plan} plan allows ${context.limits.maxAgents} agents`);
+      }
+      const keyVersion = (state.keyVersions[command.slug] ?? 0) + 1;
+      return [
+        { type: "AgentSlugReserved", data: { agentId: command.agentId, slug: command.slug, keyVersion } },
+      ];
+    }
+    case "ReleaseAgentSlug": {
+      const slug = slugOf(state, command.agentId);
+      if (slug === undefined) return [];
+      return [{ type: "AgentSlugReleased", data: { agentId: command.agentId, slug } }];
+    }
+    case "AddApiKey":
+      if (!withinLimit(state.apiKeys.length, context.limits.maxApiKeys)) {
+        return refuse(
+          "KEY_LIMIT_REACHED",
+          `the ${state.plan} plan allows ${context.limits.maxApiKeys} API keys`,
+        );
+      }
+      return [{ type: "ApiKeyAdded", data: { keyId: command.keyId } }];
+    case "RemoveApiKey":
+      if (!state.apiKeys.includes(command.keyId)) return [];
+      return [{ type: "ApiKeyRemoved", data: { keyId: command.keyId } }];
+    default:
+      return unreachable(command);
+  }
+}
+
+function evolve(state: AccountState, event: AccountEvent): AccountState {
+  switch (event.type) {
+    case "AccountCreated":
+      return { ...state, exists: true, plan: event.data.plan };
+    case "AccountPlanChanged":
+      return { ...state, plan: event.data.plan };
+    case "AgentSlugReserved":
+      return {
+        ...state,
+        slugs: { ...state.slugs, [event.data.slug]: event.data.agentId },
+        keyVersions: { ...state.keyVersions, [event.data.slug]: event.data.keyVersion },
+      };
+    case "AgentSlugReleased": {
+      const { [event.data.slug]: _released, ...slugs } = state.slugs;
+      return { ...state, slugs };
+    }
+    case "ApiKeyAdded":
+      return { ...state, apiKeys: [...state.apiKeys, event.data.keyId] };
+    case "ApiKeyRemoved":
+      return { ...state, apiKeys: state.apiKeys.filter((id) => id !== event.data.keyId) };
+    default:
+      return unreachable(event);
+  }
+}
+
+export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState, AccountContext> = {
+  initialState: () => ({ exists: false, plan: "", slugs: {}, keyVersions: {}, apiKeys: [] }),
+  evolve,
+  decide,
+};
+
+/** The e-mail reservation stream: its first event makes the address taken, for good. */
+export type EmailClaimEvent = { type: "AccountEmailClaimed"; data: { accountId: string } };
+
+export function claimEmail(existing: EmailClaimEvent[], accountId: string): Decision<EmailClaimEvent> {
+  if (existing.length > 0) return refuse("ACCOUNT_EXISTS", "an account with this e-mail already exists");
+  return [{ type: "AccountEmailClaimed", data: { accountId } }];
+}

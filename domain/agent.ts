@@ -1,0 +1,164 @@
+import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
+
+export const AGENT_TYPES = ["custom", "langchain", "crewai", "autogen", "mastra", "n8n"] as const;
+export type AgentType = (typeof AGENT_TYPES)[number];
+
+export interface AgentProfile {
+  name: string | null;
+  description: string | null;
+  webhookUrl: string | null;
+  agentType: AgentType;
+  metadata: Record<string, unknown>;
+}
+
+export interface AgentKeys {
+  publicKey: string;
+  signingPublicKey: string | null;
+}
+
+/** A pending agent's one-time connection token; only its hash is ever recorded. */
+export interface ConnectionTicket {
+  tokenHash: string;
+  claimCode: string;
+  expiresAt: string;
+}
+
+export type AgentEvent =
+  | {
+      type: "AgentRegistered";
+      data: AgentProfile & {
+        agentId: string;
+        accountId: string;
+        slug: string;
+        keyVersion: number;
+        ticket: ConnectionTicket | null;
+        registeredAt: string;
+      };
+    }
+  | { type: "AgentConnected"; data: AgentKeys & { keyVersion: number; connectedAt: string } }
+  | { type: "AgentUpdated"; data: { changes: Partial<AgentProfile> } }
+  | { type: "AgentDisconnected"; data: { disconnectedAt: string } };
+
+export type AgentCommand =
+  | {
+      type: "RegisterAgent";
+      agentId: string;
+      accountId: string;
+      slug: string;
+      profile: AgentProfile;
+      keyVersion: number;
+      /** Present for the one-shot flow: the agent is connected at once. */
+      keys: AgentKeys | null;
+      /** Present for the two-step flow. */
+      ticket: ConnectionTicket | null;
+      now: string;
+    }
+  | { type: "ConnectAgent"; tokenHash: string; keys: AgentKeys; now: string }
+  | { type: "UpdateAgent"; accountId: string; changes: Partial<AgentProfile> }
+  | { type: "DisconnectAgent"; accountId: string; now: string };
+
+export type AgentStatus = "pending" | "connected" | "disconnected";
+
+export interface AgentState {
+  exists: boolean;
+  accountId: string;
+  status: AgentStatus;
+  keyVersion: number;
+  ticket: ConnectionTicket | null;
+}
+
+/** Compares two hex digests in time independent of where they differ. */
+export type DigestsEqual = (a: string, b: string) => boolean;
+
+export interface AgentContext {
+  digestsEqual: DigestsEqual;
+}
+
+function decide(command: AgentCommand, state: AgentState, context: AgentContext): Decision<AgentEvent> {
+  switch (command.type) {
+    case "RegisterAgent": {
+      if (state.exists) return refuse("AGENT_ID_TAKEN", "this agent is already registered");
+      const { agentId, accountId, slug, profile, keyVersion, keys, ticket, now } = command;
+      const registered: AgentEvent = {
+        type: "AgentRegistered",
+        data: {
+          agentId,
+          accountId,
+          slug,
+          ...profile,
+          keyVersion,
+          ticket: keys ? null : ticket,
+          registeredAt: now,
+        },
+      };
+      if (!keys) return [registered];
+      return [registered, { type: "AgentConnected", data: { ...keys, keyVersion, connectedAt: now } }];
+    }
+    case "ConnectAgent": {
+      const ticket = state.ticket;
+      const valid =
+        state.exists &&
+        state.status === "pending" &&
+        ticket !== null &&
+        context.digestsEqual(ticket.tokenHash, command.tokenHash) &&
+        command.now < ticket.expiresAt;
+      if (!valid) return refuse("UNAUTHORIZED", "the connection token is invalid, expired or already used");
+      return [
+        {
+          type: "AgentConnected",
+          data: { ...command.keys, keyVersion: state.keyVersion, connectedAt: command.now },
+        },
+      ];
+    }
+    case "UpdateAgent": {
+      const refusal = ownedAndActive(state, command.accountId);
+      if (refusal) return refusal;
+      if (Object.keys(command.changes).length === 0) return [];
+      return [{ type: "AgentUpdated", data: { changes: command.changes } }];
+    }
+    case "DisconnectAgent": {
+      if (!state.exists) return refuse("NOT_FOUND", "no such agent");
+      if (state.accountId !== command.accountId)
+        return refuse("FORBIDDEN", "this agent belongs to another account");
+      if (state.status === "disconnected") return [];
+      return [{ type: "AgentDisconnected", data: { disconnectedAt: command.now } }];
+    }
+    default:
+      return unreachable(command);
+  }
+}
+
+function ownedAndActive(state: AgentState, accountId: string) {
+  if (!state.exists) return refuse("NOT_FOUND", "no such agent");
+  if (state.accountId !== accountId) return refuse("FORBIDDEN", "this agent belongs to another account");
+  if (state.status === "disconnected") return refuse("AGENT_DISCONNECTED", "this agent is disconnected");
+  return null;
+}
+
+function evolve(state: AgentState, event: AgentEvent): AgentState {
+  switch (event.type) {
+    case "AgentRegistered":
+      return {
+        exists: true,
+        accountId: event.data.accountId,
+        status: "pending",
+        keyVersion: event.data.keyVersion,
+        ticket: event.data.ticket,
+      };
+    case "AgentConnected":
+      // The token is burned for good: a connected agent has no ticket left.
+      return { ...state, status: "connected", ticket: null };
+    case "AgentUpdated":
+      return state;
+    case "AgentDisconnected":
+      return { ...state, status: "disconnected", ticket: null };
+    default:
+      return unreachable(event);
+  }
+}
+
+export const agentDecider: Decider<AgentCommand, AgentEvent, AgentState, AgentContext> = {
+  initialState: () => ({ exists: false, accountId: "", status: "pending", keyVersion: 0, ticket: null }),
+  evolve,
+  decide,
+};

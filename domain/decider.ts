@@ -1,0 +1,49 @@
+/** The codes a decision can fail with; the HTTP edge maps each to a status. */
+export type DomainErrorCode =
+  | "ACCOUNT_EXISTS"
+  | "AGENT_DISCONNECTED"
+  | "AGENT_ID_TAKEN"
+  | "FORBIDDEN"
+  | "KEY_LIMIT_REACHED"
+  | "NOT_FOUND"
+  | "QUOTA_EXCEEDED"
+  | "UNAUTHORIZED";
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: DomainErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "DomainError";
+  }
+}
+
+/** A decision: the events to record, or why the command is refused. */
+export type Decision<Event> = Event[] | DomainError;
+
+/**
+ * A pure aggregate. Time, new ids and plan limits arrive in the command or its context;
+ * nothing here reads a clock, a random source or a database.
+ */
+export interface Decider<Command, Event, State, Context = undefined> {
+  initialState(): State;
+  evolve(state: State, event: Event): State;
+  decide(command: Command, state: State, context: Context): Decision<Event>;
+}
+
+export function fold<Event, State>(
+  decider: Pick<Decider<never, Event, State, never>, "initialState" | "evolve">,
+  events: Event[],
+): State {
+  return events.reduce((state, event) => decider.evolve(state, event), decider.initialState());
+}
+
+export function refuse(code: DomainErrorCode, message: string): DomainError {
+  return new DomainError(code, message);
+}
+
+/** Compile-time proof that a switch covered every member of a union. */
+export function unreachable(value: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,24 @@
+import type { Knex } from "knex";
+import * as eventStore from "./001_event_store.js";
+import * as readModels from "./002_read_models.js";
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/** Every migration in order. Listed here, not discovered on disk, so they work compiled or not. */
+const migrations: Record<string, Migration> = {
+  "001_event_store": eventStore,
+  "002_read_models": readModels,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => {
+    const migration = migrations[name];
+    if (!migration) throw new Error(`unknown migration ${name}`);
+    return migration;
+  },
+};

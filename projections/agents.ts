@@ -1,0 +1,61 @@
+import type { AgentEvent, AgentProfile } from "../domain/agent.js";
+import { categoryOf, idOf } from "../domain/streams.js";
+import { asDomainEvent, type Projection } from "./projection.js";
+
+const PROFILE_COLUMNS: Record<keyof AgentProfile, string> = {
+  name: "name",
+  description: "description",
+  webhookUrl: "webhook_url",
+  agentType: "agent_type",
+  metadata: "metadata",
+};
+
+function profileColumns(profile: Partial<AgentProfile>): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(profile)) {
+    const column = PROFILE_COLUMNS[field as keyof AgentProfile];
+    row[column] = field === "metadata" ? JSON.stringify(value) : value;
+  }
+  return row;
+}
+
+export const agentsProjection: Projection = {
+  name: "agents",
+  tables: ["agents"],
+  async apply(trx, recorded) {
+    if (categoryOf(recorded.streamId) !== "agent") return;
+    const event = asDomainEvent<AgentEvent>(recorded);
+    const id = idOf(recorded.streamId);
+    switch (event.type) {
+      case "AgentRegistered": {
+        const { accountId, slug, name, description, webhookUrl, agentType, metadata, registeredAt } =
+          event.data;
+        await trx("agents").insert({
+          id,
+          account_id: accountId,
+          agent_id: slug,
+          connection_status: "pending",
+          created_at: registeredAt,
+          ...profileColumns({ name, description, webhookUrl, agentType, metadata }),
+        });
+        return;
+      }
+      case "AgentConnected":
+        await trx("agents").where({ id }).update({
+          connection_status: "connected",
+          public_key: event.data.publicKey,
+          signing_public_key: event.data.signingPublicKey,
+          key_version: event.data.keyVersion,
+        });
+        return;
+      case "AgentUpdated":
+        await trx("agents").where({ id }).update(profileColumns(event.data.changes));
+        return;
+      case "AgentDisconnected":
+        await trx("agents").where({ id }).update({ connection_status: "disconnected" });
+        return;
+      default:
+        return;
+    }
+  },
+};

@@ -1,0 +1,10 @@
+import { accountsProjection } from "./accounts.js";
+import { agentsProjection } from "./agents.js";
+import { apiKeysProjection } from "./api-keys.js";
+import type { Projection } from "./projection.js";
+
+export const projections: Projection[] = [accountsProjection, agentsProjection, apiKeysProjection];
+
+export function projectionNamed(name: string): Projection | undefined {
+  return projections.find((projection) => projection.name === name);
+}

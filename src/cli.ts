@@ -1,0 +1,106 @@
+#!/usr/bin/env node
+import { parseArgs } from "node:util";
+import { projections } from "../projections/index.js";
+import { createAccount } from "./commands/accounts.js";
+import { ConfigError, loadConfig } from "./config.js";
+import { buildApp } from "./http/app.js";
+import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
+import { findAccount } from "./queries/accounts.js";
+import { openService } from "./service.js";
+
+const USAGE = `usage: handoff <command>
+
+  serve                                   run the HTTP server
+  accounts create --email E [--name N] [--plan P]
+                                          create an account; prints it and a first API key as JSON
+  projections rebuild [name]              drop and rebuild read models from the event log
+                                          (all when no name; names: ${projections.map((p) => p.name).join(", ")})
+
+Configuration comes from environment variables (see README.md).`;
+
+class UsageError extends Error {}
+
+async function serve(): Promise<void> {
+  const service = await openService(loadConfig(process.env));
+  const app = await buildApp(service, { logger: true });
+  const shutdown = async (signal: string) => {
+    app.log.info({ signal }, "shutting down");
+    await app.close();
+    await service.close();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  await app.listen({ port: service.config.port, host: service.config.host });
+}
+
+async function accountsCreate(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { email: { type: "string" }, name: { type: "string" }, plan: { type: "string" } },
+  });
+  if (!values.email || !/^[^\s@]+@[^\s@]+$/.test(values.email)) throw new UsageError("--email E is required");
+  const plan = values.plan ?? DEFAULT_PLAN;
+  if (!PLAN_IDS.includes(plan)) throw new UsageError(`--plan must be one of ${PLAN_IDS.join(", ")}`);
+  const service = await openService(loadConfig(process.env));
+  try {
+    const result = await createAccount(
+      service.deps,
+      { email: values.email, name: values.name ?? values.email, plan },
+      { accountId: null, keyId: null },
+    );
+    await service.engine.waitFor(result.position, 10_000);
+    const account = await findAccount(service.db, result.accountId);
+    const { id, name, apiKey, createdAt } = result.apiKey;
+    console.log(
+      JSON.stringify(
+        {
+          account: account && { ...account, created_at: new Date(account.created_at).toISOString() },
+          api_key: { id, name, api_key: apiKey, created_at: createdAt },
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await service.close();
+  }
+}
+
+async function projectionsRebuild(args: string[]): Promise<void> {
+  const names = args.length > 0 ? args : projections.map((p) => p.name);
+  const unknown = names.filter((name) => !projections.some((p) => p.name === name));
+  if (unknown.length > 0) throw new UsageError(`unknown projection: ${unknown.join(", ")}`);
+  const service = await openService(loadConfig(process.env), { runProjections: false });
+  try {
+    for (const name of names) {
+      const started = Date.now();
+      await service.engine.rebuild(name, ({ events, done }) => {
+        const line = `${name}: ${events} events${done ? ` rebuilt in ${((Date.now() - started) / 1000).toFixed(1)} s` : "…"}`;
+        if (process.stderr.isTTY) process.stderr.write(`\r${line}${done ? "\n" : ""}`);
+        else if (done) process.stderr.write(`${line}\n`);
+      });
+    }
+  } finally {
+    await service.close();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, sub, ...rest] = argv;
+  if (command === "serve") return serve();
+  if (command === "accounts" && sub === "create") return accountsCreate(rest);
+  if (command === "projections" && sub === "rebuild") return projectionsRebuild(rest);
+  throw new UsageError(command ? `unknown command: ${argv.join(" ")}` : "no command given");
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+  } else if (error instanceof UsageError) {
+    console.error(`${error.message}\n\n${USAGE}`);
+  } else {
+    console.error(error);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,87 @@
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65535);
+const flag = z.enum(["1", "0", "true", "false"]).transform((v) => v === "1" || v === "true");
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a ${protocols.join(" or ")} URL`,
+  );
+const serverKey = z
+  .string()
+  .transform((value) => Buffer.from(value, "base64"))
+  .refine((key) => key.length === 32, "must be base64 of exactly 32 bytes");
+
+/** Decisions section 1: configuration is environment variables only, checked before anything starts. */
+const schema = z.object({
+  PORT: port.default(8080),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PUBLIC_BASE_URL: url(["http:", "https:"]).optional(),
+  DATA_DIR: z.string().min(1).default("./data"),
+  DATABASE_URL: url(["postgres:", "postgresql:"]).optional(),
+  EVENTSTORE_URL: url([
+    "kurrentdb:",
+    "kurrentdb+discover:",
+    "esdb:",
+    "esdb+discover:",
+    "kdb:",
+    "kdb+discover:",
+  ]).optional(),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_ENDPOINT: url(["http:", "https:"]).optional(),
+  S3_REGION: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: flag.optional(),
+  SMTP_URL: url(["smtp:", "smtps:"]).optional(),
+  MAIL_FROM: z.string().min(3).optional(),
+  REDIS_URL: url(["redis:", "rediss:"]).optional(),
+  SERVER_KEY: serverKey.optional(),
+  ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  TEST_CLOCK: flag.optional(),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  publicBaseUrl: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  eventStoreUrl: string | null;
+  redisUrl: string | null;
+  serverKey: Buffer | null;
+  adminToken: string | null;
+  testClock: boolean;
+}
+
+export class ConfigError extends Error {}
+
+/** Reads the environment; an empty variable counts as unset. Throws one line naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value !== ""),
+  );
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = issue?.path.join(".") ?? "environment";
+    throw new ConfigError(`invalid configuration: ${variable} ${issue?.message ?? "is invalid"}`);
+  }
+  const c = parsed.data;
+  return {
+    port: c.PORT,
+    host: c.HOST,
+    publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/+$/, ""),
+    dataDir: c.DATA_DIR,
+    databaseUrl: c.DATABASE_URL ?? null,
+    eventStoreUrl: c.EVENTSTORE_URL ?? null,
+    redisUrl: c.REDIS_URL ?? null,
+    serverKey: c.SERVER_KEY ?? null,
+    adminToken: c.ADMIN_TOKEN ?? null,
+    testClock: c.TEST_CLOCK ?? false,
+  };
+}

@@ -1,0 +1,28 @@
+import { mkdirSync } from "node:fs";
+import knex, { type Knex } from "knex";
+import ClientPgLite from "knex-pglite";
+import pg from "pg";
+import { migrationSource } from "../../migrations/index.js";
+
+// bigint and numeric come back as strings from pg but as numbers from PGlite; read models only keep
+// counters and sizes that fit a double, so both drivers hand back numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export type DatabaseTarget = { kind: "postgres"; url: string } | { kind: "pglite"; directory: string | null };
+
+/** A knex instance on real PostgreSQL or on embedded PGlite (in memory when `directory` is null). */
+export function openDatabase(target: DatabaseTarget): Knex {
+  if (target.kind === "postgres") {
+    return knex({ client: "pg", connection: target.url, pool: { min: 0, max: 10 } });
+  }
+  if (target.directory) mkdirSync(target.directory, { recursive: true });
+  return knex({
+    client: ClientPgLite,
+    dialect: "postgres",
+    connection: target.directory ? { filename: target.directory } : {},
+  });
+}
+
+export async function migrate(db: Knex): Promise<void> {
+  await db.migrate.latest({ migrationSource });
+}

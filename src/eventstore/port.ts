@@ -1,0 +1,108 @@
+/**
+ * The event store port: every adapter (PostgreSQL/PGlite, KurrentDB) honours this contract,
+ * checked by the shared suite in test/contract/event-store.contract.ts.
+ */
+
+/** Append only if the stream has no events yet. */
+export const NO_STREAM = "no_stream" as const;
+/** Append whatever the stream holds. */
+export const ANY = "any" as const;
+
+/**
+ * What the writer believes about the stream: it does not exist, anything goes, or its last
+ * event has exactly this 0-based revision.
+ */
+export type ExpectedVersion = typeof NO_STREAM | typeof ANY | number;
+
+/**
+ * A place in the global log. Opaque to callers except for ordering: positions of one store
+ * compare with plain string comparison, in commit order.
+ */
+export type Position = string;
+
+export interface EventMetadata {
+  schemaVersion: number;
+  occurredAt: string;
+  accountId?: string | null;
+  keyId?: string | null;
+  agentId?: string | null;
+  [key: string]: unknown;
+}
+
+export interface EventToAppend {
+  eventId: string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+}
+
+export interface RecordedEvent {
+  eventId: string;
+  streamId: string;
+  /** 0-based revision of this event inside its stream. */
+  revision: number;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+  position: Position;
+}
+
+export interface StreamAppend {
+  streamId: string;
+  expected: ExpectedVersion;
+  events: EventToAppend[];
+}
+
+export interface AppendResult {
+  /** Revision of the last event now in the stream. */
+  revision: number;
+  /** Global position of the last event written. */
+  position: Position;
+}
+
+export interface Subscription {
+  stop(): Promise<void>;
+}
+
+export interface SubscribeOptions {
+  /** Deliver events strictly after this position; null means from the very beginning. */
+  from: Position | null;
+  /** Called with batches in commit order; the next batch waits until this one resolves. */
+  handle(batch: RecordedEvent[]): Promise<void>;
+  /** Called when `handle` or a read fails; the subscription retries after a pause. */
+  onError?(error: unknown): void;
+  batchSize?: number;
+}
+
+export interface EventStore {
+  /** Appends to one stream; throws WrongExpectedVersionError when `expected` does not hold. */
+  append(streamId: string, expected: ExpectedVersion, events: EventToAppend[]): Promise<AppendResult>;
+  /** Appends to several streams in one atomic commit: all or nothing. Returns the last position. */
+  appendMany(appends: StreamAppend[]): Promise<{ position: Position }>;
+  /** Every event of one stream in revision order; [] when it does not exist. */
+  readStream(streamId: string): Promise<RecordedEvent[]>;
+  /** Up to `limit` events after `from`, in commit order, never skipping one committed later. */
+  readAll(from: Position | null, limit: number): Promise<RecordedEvent[]>;
+  /** Position of the newest event a reader can see, or null for an empty log. */
+  headPosition(): Promise<Position | null>;
+  /** A catch-up subscription to the global log. */
+  subscribe(options: SubscribeOptions): Subscription;
+  /** Answers when the store is reachable. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class WrongExpectedVersionError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedVersion,
+    readonly actual: number | null,
+  ) {
+    super(`stream ${streamId}: expected version ${String(expected)}, found ${actual ?? "no stream"}`);
+    this.name = "WrongExpectedVersionError";
+  }
+}
+
+export function isAfter(a: Position, b: Position | null): boolean {
+  return b === null || a > b;
+}

@@ -1,0 +1,217 @@
+import type { Knex } from "knex";
+import { AppendSignal, pollingSubscription } from "./catch-up.js";
+import {
+  ANY,
+  type AppendResult,
+  type EventStore,
+  type EventToAppend,
+  type ExpectedVersion,
+  NO_STREAM,
+  type Position,
+  type RecordedEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+  WrongExpectedVersionError,
+} from "./port.js";
+
+const DIGITS = 20;
+
+/** Positions are (transaction id, global position), zero-padded so that string order is commit order. */
+export function encodePosition(transactionId: string | number, globalPosition: string | number): Position {
+  return `${String(transactionId).padStart(DIGITS, "0")}.${String(globalPosition).padStart(DIGITS, "0")}`;
+}
+
+function decodePosition(position: Position | null): [string, string] {
+  if (position === null) return ["0", "0"];
+  const [transactionId, globalPosition] = position.split(".");
+  if (!transactionId || !globalPosition) throw new Error(`not a PostgreSQL event position: ${position}`);
+  return [BigInt(transactionId).toString(), BigInt(globalPosition).toString()];
+}
+
+interface EventRow {
+  global_position: string | number;
+  transaction_id: string;
+  event_id: string;
+  stream_id: string;
+  revision: string | number;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: RecordedEvent["metadata"];
+}
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    eventId: row.event_id,
+    streamId: row.stream_id,
+    revision: Number(row.revision),
+    type: row.type,
+    data: row.data,
+    metadata: row.metadata,
+    position: encodePosition(row.transaction_id, row.global_position),
+  };
+}
+
+const EVENT_COLUMNS =
+  "global_position, transaction_id::text as transaction_id, event_id, stream_id, revision, type, data, metadata";
+
+/**
+ * The event store on PostgreSQL, through knex: the same code runs on a pg pool and on PGlite.
+ * Global reads stay below the oldest in-flight transaction, so no event is ever skipped.
+ */
+export class PostgresEventStore implements EventStore {
+  private readonly signal = new AppendSignal();
+
+  constructor(private readonly db: Knex) {}
+
+  async append(streamId: string, expected: ExpectedVersion, events: EventToAppend[]): Promise<AppendResult> {
+    const results = await this.commit([{ streamId, expected, events }]);
+    const result = results[0];
+    if (!result) throw new Error("append wrote no stream");
+    return result;
+  }
+
+  async appendMany(appends: StreamAppend[]): Promise<{ position: Position }> {
+    const results = await this.commit(appends);
+    const last = results.map((r) => r.position).sort().at(-1) ?? "";
+    return { position: last };
+  }
+
+  async readStream(streamId: string): Promise<RecordedEvent[]> {
+    const rows = await this.db.raw<{ rows: EventRow[] }>(
+      `select ${EVENT_COLUMNS} from events where stream_id = ? order by revision`,
+      [streamId],
+    );
+    return rows.rows.map(toRecorded);
+  }
+
+  async readAll(from: Position | null, limit: number): Promise<RecordedEvent[]> {
+    const [transactionId, globalPosition] = decodePosition(from);
+    const rows = await this.db.raw<{ rows: EventRow[] }>(
+      `select ${EVENT_COLUMNS} from events
+        where (transaction_id, global_position) > (?::xid8, ?::bigint)
+          and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        order by transaction_id, global_position
+        limit ?`,
+      [transactionId, globalPosition, limit],
+    );
+    return rows.rows.map(toRecorded);
+  }
+
+  async headPosition(): Promise<Position | null> {
+    const rows = await this.db.raw<{ rows: EventRow[] }>(
+      `select ${EVENT_COLUMNS} from events
+        where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        order by transaction_id desc, global_position desc
+        limit 1`,
+    );
+    const row = rows.rows[0];
+    return row ? toRecorded(row).position : null;
+  }
+
+  subscribe(options: SubscribeOptions): Subscription {
+    return pollingSubscription((from, limit) => this.readAll(from, limit), this.signal, options);
+  }
+
+  async ping(): Promise<void> {
+    await this.db.raw("select 1");
+  }
+
+  async close(): Promise<void> {
+    this.signal.notify();
+  }
+
+  private async commit(appends: StreamAppend[]): Promise<AppendResult[]> {
+    try {
+      const results = await this.db.transaction(async (trx) => {
+        const out: AppendResult[] = [];
+        for (const append of appends) out.push(await appendInTransaction(trx, append));
+        return out;
+      });
+      this.signal.notify();
+      return results;
+    } catch (error) {
+      // A retried append whose events are already stored is not an error: each event id is stored once.
+      const stored = await this.alreadyStored(appends);
+      if (stored) return stored;
+      throw error;
+    }
+  }
+
+  /** The result of an earlier identical append, when every one of its events is already stored. */
+  private async alreadyStored(appends: StreamAppend[]): Promise<AppendResult[] | null> {
+    const ids = appends.flatMap((a) => a.events.map((e) => e.eventId));
+    if (ids.length === 0) return null;
+    const rows = await this.db.raw<{ rows: EventRow[] }>(
+      `select ${EVENT_COLUMNS} from events where event_id = any(?::uuid[])`,
+      [ids],
+    );
+    if (rows.rows.length !== ids.length) return null;
+    const byId = new Map(rows.rows.map((row) => [row.event_id, toRecorded(row)]));
+    return appends.map((append) => {
+      const last = byId.get(append.events[append.events.length - 1]?.eventId ?? "");
+      if (!last) throw new Error("stored event vanished");
+      return { revision: last.revision, position: last.position };
+    });
+  }
+}
+
+async function appendInTransaction(trx: Knex.Transaction, append: StreamAppend): Promise<AppendResult> {
+  const { streamId, expected, events } = append;
+  if (events.length === 0) throw new Error(`empty append to ${streamId}`);
+  const lastRevision = await advanceStream(trx, streamId, expected, events.length);
+  const firstRevision = lastRevision - events.length + 1;
+  const rows = events.map((event, index) => ({
+    event_id: event.eventId,
+    stream_id: streamId,
+    revision: firstRevision + index,
+    type: event.type,
+    data: JSON.stringify(event.data),
+    metadata: JSON.stringify(event.metadata),
+  }));
+  const inserted = await trx("events")
+    .insert(rows)
+    .returning(["global_position", trx.raw("transaction_id::text as transaction_id")]);
+  const last = inserted[inserted.length - 1] as { global_position: string | number; transaction_id: string };
+  return { revision: lastRevision, position: encodePosition(last.transaction_id, last.global_position) };
+}
+
+/**
+ * Moves the stream's revision forward by `count` under the expected-version rule and returns the
+ * new last revision. Row locks make a concurrent writer wait for the first to commit, then re-check:
+ * a create-only append to a stream another writer just created is rejected, never merged.
+ */
+async function advanceStream(
+  trx: Knex.Transaction,
+  streamId: string,
+  expected: ExpectedVersion,
+  count: number,
+): Promise<number> {
+  let result: { rows: { revision: string | number }[] };
+  if (expected === NO_STREAM) {
+    result = await trx.raw(
+      "insert into event_streams (stream_id, revision) values (?, ?) on conflict do nothing returning revision",
+      [streamId, count - 1],
+    );
+  } else if (expected === ANY) {
+    result = await trx.raw(
+      `insert into event_streams (stream_id, revision) values (?, ?)
+         on conflict (stream_id) do update set revision = event_streams.revision + ?
+         returning revision`,
+      [streamId, count - 1, count],
+    );
+  } else {
+    result = await trx.raw(
+      "update event_streams set revision = revision + ? where stream_id = ? and revision = ? returning revision",
+      [count, streamId, expected],
+    );
+  }
+  const row = result.rows[0];
+  if (row) return Number(row.revision);
+  const actual = await trx.raw<{ rows: { revision: string | number }[] }>(
+    "select revision from event_streams where stream_id = ?",
+    [streamId],
+  );
+  const current = actual.rows[0];
+  throw new WrongExpectedVersionError(streamId, expected, current ? Number(current.revision) : null);
+}

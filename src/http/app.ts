@@ -1,0 +1,73 @@
+import fastifySwagger from "@fastify/swagger";
+import fastifySwaggerUi from "@fastify/swagger-ui";
+import Fastify, { type FastifyInstance } from "fastify";
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Service } from "../service.js";
+import { registerAuthentication } from "./auth.js";
+import { sendError, sendNotFound } from "./errors.js";
+import { registerIdempotency } from "./idempotency.js";
+import type { RouteContext } from "./route-context.js";
+import { adminRoutes } from "./routes/admin.js";
+import { agentRoutes } from "./routes/agents.js";
+import { apiKeyRoutes } from "./routes/api-keys.js";
+import { healthRoutes } from "./routes/health.js";
+
+/** How long a write waits for its read models before answering anyway. */
+const SETTLE_TIMEOUT_MS = 5000;
+const JSON_BODY_LIMIT = 1024 * 1024;
+
+export interface AppOptions {
+  logger?: boolean;
+}
+
+export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ? { level: "info" } : false,
+    bodyLimit: JSON_BODY_LIMIT,
+    // Clients send ids and slugs, never our internals: keep the router strict and case-sensitive.
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // JSON endpoints take JSON only: anything else is 415, not a string body that fails validation later.
+  app.removeContentTypeParser("text/plain");
+  app.setErrorHandler(sendError);
+  app.setNotFoundHandler(sendNotFound);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Handoff API",
+        description: "End-to-end encrypted file transfer for AI agents",
+        version: "1",
+      },
+      servers: [{ url: service.config.publicBaseUrl }],
+      components: {
+        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "API key (hnd_…)" } },
+      },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs", uiConfig: { docExpansion: "list" } });
+  app.addHook("onRoute", (route) => {
+    // The documentation pages are public.
+    if (route.url.startsWith("/docs")) route.config = { ...(route.config ?? {}), auth: "none" };
+  });
+
+  registerAuthentication(app, service.db, service.config.adminToken);
+  registerIdempotency(app, service.db, service.clock);
+
+  const context: RouteContext = {
+    service,
+    settle: async (position) => {
+      await service.engine.waitFor(position, SETTLE_TIMEOUT_MS);
+    },
+  };
+  await app.register(healthRoutes(context));
+  await app.register(agentRoutes(context));
+  await app.register(apiKeyRoutes(context));
+  if (service.config.adminToken) await app.register(adminRoutes(context));
+  return app;
+}

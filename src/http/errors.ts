@@ -1,0 +1,102 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { DomainError, type DomainErrorCode } from "../../domain/decider.js";
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+/** An error meant for the client: its code, status and message reach the body as they are. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: ErrorDetail[],
+  ) {
+    super(message);
+    this.name = "HttpError";
+  }
+}
+
+export const validationError = (message: string, details?: ErrorDetail[]) =>
+  new HttpError(400, "VALIDATION_ERROR", message, details);
+export const notFound = (what = "resource") => new HttpError(404, "NOT_FOUND", `${what} not found`);
+export const unauthorized = (message = "missing or invalid credentials") =>
+  new HttpError(401, "UNAUTHORIZED", message);
+
+const DOMAIN_STATUS: Record<DomainErrorCode, number> = {
+  ACCOUNT_EXISTS: 409,
+  AGENT_DISCONNECTED: 409,
+  AGENT_ID_TAKEN: 409,
+  FORBIDDEN: 403,
+  KEY_LIMIT_REACHED: 403,
+  NOT_FOUND: 404,
+  QUOTA_EXCEEDED: 403,
+  UNAUTHORIZED: 401,
+};
+
+/** Framework errors that are the client's doing, by fastify error code. */
+const FRAMEWORK_ERRORS: Record<string, { status: number; code: string }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: "VALIDATION_ERROR" },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "VALIDATION_ERROR" },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: "PAYLOAD_TOO_LARGE" },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "VALIDATION_ERROR" },
+};
+
+export const errorBodySchema = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    status: z.number().int(),
+    details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    candidates: z
+      .array(z.object({ account_id: z.string(), account_name: z.string(), email_masked: z.string() }))
+      .optional(),
+  }),
+});
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+function body(status: number, code: string, message: string, details?: ErrorDetail[]): ErrorBody {
+  return { error: { code, message, status, ...(details ? { details } : {}) } };
+}
+
+function toBody(error: unknown): ErrorBody {
+  if (error instanceof HttpError) return body(error.status, error.code, error.message, error.details);
+  if (error instanceof DomainError) return body(DOMAIN_STATUS[error.code], error.code, error.message);
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const context = (error as FastifyError).validationContext;
+    const details = error.validation.map((issue) => {
+      const segments = issue.instancePath.split("/").filter(Boolean);
+      const path = [...(context && context !== "body" ? [context] : []), ...segments].join(".");
+      return { path, message: issue.message ?? "is invalid" };
+    });
+    const first = details[0];
+    const summary = first ? `${first.path || "request"}: ${first.message}` : "the request is invalid";
+    return body(400, "VALIDATION_ERROR", summary, details);
+  }
+  const fastifyError = error as Partial<FastifyError>;
+  const known = fastifyError.code ? FRAMEWORK_ERRORS[fastifyError.code] : undefined;
+  if (known) return body(known.status, known.code, fastifyError.message ?? "bad request");
+  if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
+    return body(400, "VALIDATION_ERROR", "the body is not valid JSON");
+  }
+  return body(500, "INTERNAL_ERROR", "an unexpected error occurred");
+}
+
+/** Every failure, ours or the framework's, leaves as the one error body; never a stack trace or SQL. */
+export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+  const errorBody = toBody(error);
+  if (errorBody.error.status >= 500) request.log.error({ err: error }, "request failed");
+  return reply.status(errorBody.error.status).type("application/json").send(errorBody);
+}
+
+export function sendNotFound(request: FastifyRequest, reply: FastifyReply) {
+  return reply
+    .status(404)
+    .type("application/json")
+    .send(body(404, "NOT_FOUND", `no route for ${request.method} ${request.url.split("?")[0]}`));
+}

@@ -1,0 +1,99 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Knex } from "knex";
+import type { Clock } from "../clock.js";
+import { sha256Hex } from "../security/secrets.js";
+import { HttpError, validationError } from "./errors.js";
+
+const RETENTION_MS = 24 * 60 * 60 * 1000;
+const HEADER = "idempotency-key";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    idempotency: { scope: string; key: string } | null;
+  }
+}
+
+interface StoredResponse {
+  request_hash: string;
+  status_code: number | null;
+  body: string | null;
+  created_at: Date | string;
+}
+
+function scopeOf(request: FastifyRequest): string {
+  const principal = request.principal;
+  switch (principal.kind) {
+    case "account":
+      return `account:${principal.accountId}`;
+    case "admin":
+      return "admin";
+    case "connectionToken":
+      return `token:${sha256Hex(principal.token)}`;
+    case "anonymous":
+      return "anonymous";
+  }
+}
+
+const conflict = (message: string) => new HttpError(409, "IDEMPOTENCY_CONFLICT", message);
+
+/**
+ * Decisions 3.17: a POST with `Idempotency-Key` is done once. The first request claims the key;
+ * a repeat with the same body within 24 hours gets the first answer back, with another body 409.
+ * Answers of 500 and above release the key so the client can retry.
+ */
+export function registerIdempotency(app: FastifyInstance, db: Knex, clock: Clock): void {
+  app.decorateRequest("idempotency", null);
+
+  app.addHook("preHandler", async (request, reply) => {
+    const key = request.headers[HEADER];
+    if (request.method !== "POST" || key === undefined) return;
+    if (typeof key !== "string" || key.length === 0 || key.length > 255) {
+      throw validationError("Idempotency-Key must be 1 to 255 characters");
+    }
+    const scope = scopeOf(request);
+    const requestHash = sha256Hex(
+      `${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`,
+    );
+    const now = clock.now();
+    await db("idempotency_records")
+      .where({ scope, key })
+      .where("created_at", "<", new Date(now.getTime() - RETENTION_MS))
+      .del();
+    const claimed = await db.raw<{ rows: unknown[] }>(
+      `insert into idempotency_records (scope, key, request_hash, created_at) values (?, ?, ?, ?)
+         on conflict do nothing returning key`,
+      [scope, key, requestHash, now],
+    );
+    if (claimed.rows.length > 0) {
+      request.idempotency = { scope, key };
+      return;
+    }
+    const stored = await db("idempotency_records").where({ scope, key }).first<StoredResponse | undefined>();
+    if (!stored) throw conflict("this Idempotency-Key was just released; retry");
+    if (stored.request_hash !== requestHash) {
+      throw conflict("this Idempotency-Key was used with a different request");
+    }
+    if (stored.status_code === null || stored.body === null) {
+      throw conflict("a request with this Idempotency-Key is still in progress");
+    }
+    return reply
+      .status(stored.status_code)
+      .header("idempotent-replayed", "true")
+      .type("application/json")
+      .serializer((payload: unknown) => payload as string)
+      .send(stored.body);
+  });
+
+  app.addHook("onSend", async (request, reply, payload) => {
+    const claim = request.idempotency;
+    if (!claim) return payload;
+    request.idempotency = null;
+    if (reply.statusCode >= 500) {
+      await db("idempotency_records").where(claim).del();
+    } else {
+      const body = typeof payload === "string" ? payload : JSON.stringify(payload ?? null);
+      await db("idempotency_records").where(claim).update({ status_code: reply.statusCode, body });
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,9 @@
+import type { Position } from "../eventstore/port.js";
+import type { Service } from "../service.js";
+
+/** What route plugins receive: the service, and the read-your-writes wait. */
+export interface RouteContext {
+  service: Service;
+  /** Waits (bounded) until the read models show the write at `position`, so the answer and any GET after it agree. */
+  settle(position: Position | null): Promise<void>;
+}

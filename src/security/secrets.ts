@@ -1,0 +1,78 @@
+import { createCipheriv, createHash, hkdfSync, randomBytes, randomInt, timingSafeEqual } from "node:crypto";
+import { crc32 } from "node:zlib";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+// Claim codes are read aloud and typed by people: no 0/O or 1/I/L.
+const CLAIM_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
+
+function randomString(length: number, alphabet: string): string {
+  let out = "";
+  for (let i = 0; i < length; i++) out += alphabet[randomInt(alphabet.length)];
+  return out;
+}
+
+function base62Checksum(body: string): string {
+  let value = crc32(body);
+  let out = "";
+  for (let i = 0; i < 6; i++) {
+    out += BASE62[value % 62];
+    value = Math.floor(value / 62);
+  }
+  return out;
+}
+
+export const API_KEY_PREFIX = "hnd_";
+export const CONNECTION_TOKEN_PREFIX = "hct_";
+const API_KEY_BODY_LENGTH = 40;
+
+/** `hnd_` + 40 random base62 characters + a 6-character CRC32 checksum that catches typos offline. */
+export function newApiKey(): string {
+  const body = randomString(API_KEY_BODY_LENGTH, BASE62);
+  return `${API_KEY_PREFIX}${body}${base62Checksum(body)}`;
+}
+
+/** True when the key has the right shape and checksum: a cheap filter before any look-up. */
+export function apiKeyWellFormed(key: string): boolean {
+  if (!key.startsWith(API_KEY_PREFIX) || key.length !== API_KEY_PREFIX.length + API_KEY_BODY_LENGTH + 6)
+    return false;
+  const body = key.slice(API_KEY_PREFIX.length, -6);
+  return /^[0-9A-Za-z]+$/.test(body) && base62Checksum(body) === key.slice(-6);
+}
+
+export function sha256Hex(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
+}
+
+export function digestsEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, "hex");
+  const right = Buffer.from(b, "hex");
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/**
+ * A connection token names its agent (so connect reads one stream, no index) and carries 256 bits
+ * of secret: `hct_<agent uuid without dashes>_<secret>`.
+ */
+export function newConnectionToken(agentId: string): string {
+  return `${CONNECTION_TOKEN_PREFIX}${agentId.replaceAll("-", "")}_${randomBytes(32).toString("base64url")}`;
+}
+
+export function agentIdOfConnectionToken(token: string): string | null {
+  const match = /^hct_([0-9a-f]{32})_[A-Za-z0-9_-]{43}$/.exec(token);
+  const hex = match?.[1];
+  if (!hex) return null;
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export function newClaimCode(): string {
+  return `ADR-${randomString(4, CLAIM_ALPHABET)}-${randomString(4, CLAIM_ALPHABET)}`;
+}
+
+/** Seals a secret under a key derived from the server key (AES-256-GCM): `iv.tag.ciphertext`, base64url. */
+export function seal(serverKey: Buffer, purpose: string, plaintext: string): string {
+  const key = Buffer.from(hkdfSync("sha256", serverKey, Buffer.alloc(0), purpose, 32));
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
+  return [iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString("base64url")).join(".");
+}
