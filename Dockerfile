@@ -4,8 +4,11 @@
 # Runs `node dist/src/cli.js serve` as the unprivileged `node` user, listening on 0.0.0.0:8080,
 # with its embedded data (DB, blobs, outbox, generated server key) under /var/lib/handoff.
 
+# Node major of both stages; `--build-arg NODE_VERSION=22` moves to the next LTS.
+ARG NODE_VERSION=20
+
 # ---- build: install every dependency, compile TypeScript, then drop the dev dependencies ----
-FROM node:20-slim AS build
+FROM node:${NODE_VERSION}-slim AS build
 WORKDIR /app
 
 # Dependencies first so this layer is reused while only sources change.
@@ -18,7 +21,7 @@ RUN npm run build \
  && npm prune --omit=dev
 
 # ---- runtime: production node_modules + compiled output only ----
-FROM node:20-slim AS runtime
+FROM node:${NODE_VERSION}-slim AS runtime
 
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
@@ -38,7 +41,7 @@ USER node
 
 EXPOSE 8080
 
-# Liveness for a plain `docker run` (node:20-slim has no curl); docker-compose.yml checks /readyz instead.
+# Liveness for a plain `docker run` (the slim image has no curl); docker-compose.yml checks /readyz instead.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 

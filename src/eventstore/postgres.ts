@@ -73,7 +73,11 @@ export class PostgresEventStore implements EventStore {
 
   async appendMany(appends: StreamAppend[]): Promise<{ position: Position }> {
     const results = await this.commit(appends);
-    const last = results.map((r) => r.position).sort().at(-1) ?? "";
+    const last =
+      results
+        .map((r) => r.position)
+        .sort()
+        .at(-1) ?? "";
     return { position: last };
   }
 
