@@ -1,0 +1,210 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ANY,
+  type EventStore,
+  type EventToAppend,
+  NO_STREAM,
+  type RecordedEvent,
+  WrongExpectedVersionError,
+} from "../../src/eventstore/port.js";
+
+export interface StoreUnderTest {
+  store: EventStore;
+  close(): Promise<void>;
+}
+
+const stream = (label: string) => `contract_${label}-${randomUUID()}`;
+
+function event(type: string, data: Record<string, unknown> = {}): EventToAppend {
+  return {
+    eventId: randomUUID(),
+    type,
+    data,
+    metadata: { schemaVersion: 1, occurredAt: "2026-01-01T00:00:00.000Z", accountId: null },
+  };
+}
+
+const types = (events: RecordedEvent[]) => events.map((e) => e.type);
+
+async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The event store contract: every adapter must pass every case. */
+export function eventStoreContract(title: string, open: (() => Promise<StoreUnderTest>) | null, skipReason = "") {
+  describe.skipIf(open === null)(skipReason ? `${title} (skipped: ${skipReason})` : title, () => {
+    let subject: StoreUnderTest;
+    let store: EventStore;
+    beforeAll(async () => {
+      subject = await (open as () => Promise<StoreUnderTest>)();
+      store = subject.store;
+    });
+    afterAll(async () => subject?.close());
+
+    it("creates a stream with no_stream and rejects a second create-only append", async () => {
+      const id = stream("create");
+      const first = await store.append(id, NO_STREAM, [event("A"), event("B")]);
+      expect(first.revision).toBe(1);
+      await expect(store.append(id, NO_STREAM, [event("C")])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+      expect(types(await store.readStream(id))).toEqual(["A", "B"]);
+    });
+
+    it("lets exactly one of several concurrent create-only appends win", async () => {
+      const id = stream("race");
+      const results = await Promise.allSettled(
+        Array.from({ length: 8 }, (_, i) => store.append(id, NO_STREAM, [event(`W${i}`)])),
+      );
+      const won = results.filter((r) => r.status === "fulfilled");
+      const lost = results.filter((r) => r.status === "rejected");
+      expect(won).toHaveLength(1);
+      for (const r of lost) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedVersionError);
+      expect(await store.readStream(id)).toHaveLength(1);
+    });
+
+    it("appends at an exact revision and rejects a stale one, naming the actual revision", async () => {
+      const id = stream("exact");
+      await store.append(id, NO_STREAM, [event("A")]);
+      const second = await store.append(id, 0, [event("B")]);
+      expect(second.revision).toBe(1);
+      const stale = store.append(id, 0, [event("C")]);
+      await expect(stale).rejects.toMatchObject({ name: "WrongExpectedVersionError", actual: 1 });
+      await expect(store.append(stream("missing"), 3, [event("X")])).rejects.toBeInstanceOf(
+        WrongExpectedVersionError,
+      );
+      expect(types(await store.readStream(id))).toEqual(["A", "B"]);
+    });
+
+    it("lets exactly one of several concurrent appends at the same revision win", async () => {
+      const id = stream("exact_race");
+      await store.append(id, NO_STREAM, [event("A")]);
+      const results = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, i) => store.append(id, 0, [event(`W${i}`)])),
+      );
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+      expect(await store.readStream(id)).toHaveLength(2);
+    });
+
+    it("appends with any whatever the stream holds", async () => {
+      const id = stream("any");
+      await store.append(id, ANY, [event("A")]);
+      const result = await store.append(id, ANY, [event("B"), event("C")]);
+      expect(result.revision).toBe(2);
+      expect((await store.readStream(id)).map((e) => e.revision)).toEqual([0, 1, 2]);
+    });
+
+    it("reads a stream in revision order with data and metadata intact, and [] for a missing one", async () => {
+      const id = stream("read");
+      await store.append(id, NO_STREAM, [event("A", { n: 1, nested: { ok: true } }), event("B", { n: 2 })]);
+      const events = await store.readStream(id);
+      expect(events.map((e) => [e.streamId, e.revision, e.type, e.data])).toEqual([
+        [id, 0, "A", { n: 1, nested: { ok: true } }],
+        [id, 1, "B", { n: 2 }],
+      ]);
+      expect(events[0]?.metadata).toMatchObject({ schemaVersion: 1, occurredAt: "2026-01-01T00:00:00.000Z" });
+      expect(await store.readStream(stream("never"))).toEqual([]);
+    });
+
+    it("appends to several streams atomically: all or nothing", async () => {
+      const a = stream("multi_a");
+      const b = stream("multi_b");
+      await store.append(b, NO_STREAM, [event("B0")]);
+      await expect(
+        store.appendMany([
+          { streamId: a, expected: NO_STREAM, events: [event("A0")] },
+          { streamId: b, expected: NO_STREAM, events: [event("B1")] },
+        ]),
+      ).rejects.toBeInstanceOf(WrongExpectedVersionError);
+      expect(await store.readStream(a)).toEqual([]);
+      expect(types(await store.readStream(b))).toEqual(["B0"]);
+
+      const { position } = await store.appendMany([
+        { streamId: a, expected: NO_STREAM, events: [event("A0")] },
+        { streamId: b, expected: 0, events: [event("B1")] },
+      ]);
+      expect(types(await store.readStream(a))).toEqual(["A0"]);
+      expect(types(await store.readStream(b))).toEqual(["B0", "B1"]);
+      const lastOfB = (await store.readStream(b))[1];
+      expect(position >= (lastOfB?.position ?? "")).toBe(true);
+    });
+
+    it("stores an event id appended twice once", async () => {
+      const id = stream("dedupe");
+      const once = [event("A"), event("B")];
+      const first = await store.append(id, NO_STREAM, once);
+      const again = await store.append(id, NO_STREAM, once);
+      expect(again.revision).toBe(first.revision);
+      expect(types(await store.readStream(id))).toEqual(["A", "B"]);
+    });
+
+    it("reads all from a position in commit order, strictly after it", async () => {
+      const before = await store.headPosition();
+      const id = stream("all");
+      await store.append(id, NO_STREAM, [event("A")]);
+      await store.append(id, 0, [event("B")]);
+      await store.append(stream("all_other"), NO_STREAM, [event("C")]);
+      const all = await store.readAll(before, 1000);
+      expect(types(all)).toEqual(["A", "B", "C"]);
+      const positions = all.map((e) => e.position);
+      expect([...positions].sort()).toEqual(positions);
+      expect(new Set(positions).size).toBe(positions.length);
+      const first = all[0];
+      expect(types(await store.readAll(first?.position ?? null, 1000))).toEqual(["B", "C"]);
+      expect(types(await store.readAll(before, 2))).toEqual(["A", "B"]);
+      expect(await store.headPosition()).toBe(all[2]?.position);
+    });
+
+    it("catches up from a checkpoint, then delivers new events live, in order", async () => {
+      const id = stream("sub");
+      await store.append(id, NO_STREAM, [event("A")]);
+      const checkpoint = await store.headPosition();
+      await store.append(id, 0, [event("B")]);
+      const seen: RecordedEvent[] = [];
+      const subscription = store.subscribe({
+        from: checkpoint,
+        handle: async (batch) => {
+          seen.push(...batch.filter((e) => e.streamId === id));
+        },
+      });
+      try {
+        await waitUntil(() => seen.length === 1);
+        await store.append(id, 1, [event("C")]);
+        await waitUntil(() => seen.length === 2);
+        expect(types(seen)).toEqual(["B", "C"]);
+      } finally {
+        await subscription.stop();
+      }
+    });
+
+    it("waits for a batch to be handled before delivering the next", async () => {
+      const id = stream("backpressure");
+      const from = await store.headPosition();
+      await store.append(id, NO_STREAM, [event("A"), event("B"), event("C")]);
+      let inFlight = 0;
+      let maxInFlight = 0;
+      const seen: string[] = [];
+      const subscription = store.subscribe({
+        from,
+        batchSize: 1,
+        handle: async (batch) => {
+          inFlight++;
+          maxInFlight = Math.max(maxInFlight, inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          seen.push(...types(batch.filter((e) => e.streamId === id)));
+          inFlight--;
+        },
+      });
+      try {
+        await waitUntil(() => seen.length === 3);
+        expect(seen).toEqual(["A", "B", "C"]);
+        expect(maxInFlight).toBe(1);
+      } finally {
+        await subscription.stop();
+      }
+    });
+  });
+}

@@ -1,0 +1,33 @@
+import { expect } from "vitest";
+import { type Decider, DomainError, type DomainErrorCode, fold } from "../../domain/decider.js";
+
+/** The context argument: required unless the decider's context may be undefined. */
+type ContextArg<Context> = undefined extends Context ? [context?: Context] : [context: Context];
+
+/**
+ * Given/when/then for a pure decider: folds `events` into a state, decides `command` on it,
+ * then asserts the exact events recorded or the exact code of the refusal.
+ */
+export function given<Command, Event, State, Context>(
+  decider: Decider<Command, Event, State, Context>,
+  events: Event[],
+  ...[context]: ContextArg<Context>
+) {
+  return {
+    when(command: Command) {
+      const decision = decider.decide(command, fold(decider, events), context as Context);
+      return {
+        then(expected: Event[]): void {
+          if (decision instanceof DomainError) {
+            expect.fail(`expected events, but the command was refused: ${decision.code} (${decision.message})`);
+          }
+          expect(decision).toEqual(expected);
+        },
+        thenRefused(code: DomainErrorCode): void {
+          expect(decision).toBeInstanceOf(DomainError);
+          expect((decision as DomainError).code).toBe(code);
+        },
+      };
+    },
+  };
+}
