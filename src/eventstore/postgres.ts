@@ -160,7 +160,10 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
-export async function appendInTransaction(trx: Knex.Transaction, append: StreamAppend): Promise<AppendResult> {
+export async function appendInTransaction(
+  trx: Knex.Transaction,
+  append: StreamAppend,
+): Promise<AppendResult> {
   const { streamId, expected, events } = append;
   if (events.length === 0) throw new Error(`empty append to ${streamId}`);
   const lastRevision = await advanceStream(trx, streamId, expected, events.length);

@@ -36,7 +36,11 @@ async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<vo
 }
 
 /** The event store contract: every adapter must pass every case. */
-export function eventStoreContract(title: string, open: (() => Promise<StoreUnderTest>) | null, skipReason = "") {
+export function eventStoreContract(
+  title: string,
+  open: (() => Promise<StoreUnderTest>) | null,
+  skipReason = "",
+) {
   describe.skipIf(open === null)(skipReason ? `${title} (skipped: ${skipReason})` : title, () => {
     let subject: StoreUnderTest;
     let store: EventStore;
@@ -50,7 +54,9 @@ export function eventStoreContract(title: string, open: (() => Promise<StoreUnde
       const id = stream("create");
       const first = await store.append(id, NO_STREAM, [event("A"), event("B")]);
       expect(first.revision).toBe(1);
-      await expect(store.append(id, NO_STREAM, [event("C")])).rejects.toBeInstanceOf(WrongExpectedVersionError);
+      await expect(store.append(id, NO_STREAM, [event("C")])).rejects.toBeInstanceOf(
+        WrongExpectedVersionError,
+      );
       expect(types(await store.readStream(id))).toEqual(["A", "B"]);
     });
 
@@ -62,7 +68,8 @@ export function eventStoreContract(title: string, open: (() => Promise<StoreUnde
       const won = results.filter((r) => r.status === "fulfilled");
       const lost = results.filter((r) => r.status === "rejected");
       expect(won).toHaveLength(1);
-      for (const r of lost) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedVersionError);
+      for (const r of lost)
+        expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedVersionError);
       expect(await store.readStream(id)).toHaveLength(1);
     });
 

@@ -2,10 +2,21 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventToAppend, RecordedEvent } from "../../src/eventstore/port.js";
 import { appendInTransaction, PostgresEventStore } from "../../src/eventstore/postgres.js";
-import { migratedDatabase, postgresServer, postgresSkipReason, type TestDatabase, titled } from "../support/databases.js";
+import {
+  migratedDatabase,
+  postgresServer,
+  postgresSkipReason,
+  type TestDatabase,
+  titled,
+} from "../support/databases.js";
 
 function event(type: string): EventToAppend {
-  return { eventId: randomUUID(), type, data: {}, metadata: { schemaVersion: 1, occurredAt: new Date().toISOString() } };
+  return {
+    eventId: randomUUID(),
+    type,
+    data: {},
+    metadata: { schemaVersion: 1, occurredAt: new Date().toISOString() },
+  };
 }
 
 /**
@@ -34,7 +45,11 @@ describe.skipIf(!postgresServer)(titled("out-of-order commits on PostgreSQL", po
     try {
       const slow = await database.db.transaction();
       // The slow writer takes the lower global position first...
-      await appendInTransaction(slow, { streamId: `slow-${randomUUID()}`, expected: "no_stream", events: [event("Slow")] });
+      await appendInTransaction(slow, {
+        streamId: `slow-${randomUUID()}`,
+        expected: "no_stream",
+        events: [event("Slow")],
+      });
       // ...then a fast writer takes a higher one and commits first.
       await store.append(`fast-${randomUUID()}`, "no_stream", [event("Fast")]);
 
@@ -47,7 +62,8 @@ describe.skipIf(!postgresServer)(titled("out-of-order commits on PostgreSQL", po
       const afterCommit = await store.readAll(start, 100);
       expect(afterCommit.map((e) => e.type)).toEqual(["Slow", "Fast"]);
       const deadline = Date.now() + 5000;
-      while (seen.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (seen.length < 2 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       expect(seen.map((e) => e.type)).toEqual(["Slow", "Fast"]);
     } finally {
       await subscription.stop();

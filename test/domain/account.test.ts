@@ -92,7 +92,11 @@ describe("account decider", () => {
     });
 
     it("compares against the latest plan, not the one the account was created with", () => {
-      given(accountDecider, [created, { type: "AccountPlanChanged", data: { plan: "pro", previousPlan: "free" } }], context())
+      given(
+        accountDecider,
+        [created, { type: "AccountPlanChanged", data: { plan: "pro", previousPlan: "free" } }],
+        context(),
+      )
         .when({ type: "ChangePlan", plan: "free" })
         .then([{ type: "AccountPlanChanged", data: { plan: "free", previousPlan: "pro" } }]);
     });
@@ -118,7 +122,11 @@ describe("account decider", () => {
     });
 
     it("refuses a new slug once the plan's agent limit is reached", () => {
-      given(accountDecider, [created, reserved("agent-1", "a", 1), reserved("agent-2", "b", 1)], context({ maxAgents: 2 }))
+      given(
+        accountDecider,
+        [created, reserved("agent-1", "a", 1), reserved("agent-2", "b", 1)],
+        context({ maxAgents: 2 }),
+      )
         .when({ type: "ReserveAgentSlug", agentId: "agent-3", slug: "c" })
         .thenRefused("QUOTA_EXCEEDED");
     });

@@ -17,9 +17,12 @@ export function given<Command, Event, State, Context>(
     when(command: Command) {
       const decision = decider.decide(command, fold(decider, events), context as Context);
       return {
+        // biome-ignore lint/suspicious/noThenProperty: the given/when/then vocabulary; this object is never awaited.
         then(expected: Event[]): void {
           if (decision instanceof DomainError) {
-            expect.fail(`expected events, but the command was refused: ${decision.code} (${decision.message})`);
+            expect.fail(
+              `expected events, but the command was refused: ${decision.code} (${decision.message})`,
+            );
           }
           expect(decision).toEqual(expected);
         },

@@ -1,0 +1,14 @@
+import type { Knex } from "knex";
+import { projections } from "../../projections/index.js";
+
+/** Every read-model table's rows in a stable order, for comparing a live projection with a rebuild. */
+export async function dumpReadModels(db: Knex): Promise<Record<string, unknown[]>> {
+  const dump: Record<string, unknown[]> = {};
+  for (const table of projections.flatMap((p) => p.tables)) {
+    const rows = await db(table).select("*").orderBy("id");
+    dump[table] = rows.map((row) =>
+      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
+    );
+  }
+  return dump;
+}

@@ -1,0 +1,69 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const CLI = ["--import", "tsx", "src/cli.ts"];
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  server.close();
+  if (!address || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+/** The real `handoff serve` in a child process, as an operator runs it. */
+export class ServerProcess {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly baseUrl: string,
+  ) {}
+
+  static async start(env: Record<string, string>): Promise<ServerProcess> {
+    const port = await freePort();
+    const child = spawn(process.execPath, [...CLI, "serve"], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    const server = new ServerProcess(child, `http://127.0.0.1:${port}`);
+    await server.waitReady();
+    return server;
+  }
+
+  async waitReady(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null) throw new Error(`server exited with ${this.child.exitCode}`);
+      try {
+        const response = await fetch(`${this.baseUrl}/readyz`);
+        if (response.status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error("server not ready in time");
+  }
+
+  async kill(signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = once(this.child, "exit");
+    this.child.kill(signal);
+    await exited;
+  }
+}
+
+/** Runs a `handoff` CLI command to completion. */
+export function runCli(args: string[], env: Record<string, string>) {
+  return spawnSync(process.execPath, [...CLI, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+}
