@@ -101,7 +101,7 @@ function decide(command: AgentCommand, state: AgentState, context: AgentContext)
         state.status === "pending" &&
         ticket !== null &&
         context.digestsEqual(ticket.tokenHash, command.tokenHash) &&
-        command.now < ticket.expiresAt;
+        Date.parse(command.now) < Date.parse(ticket.expiresAt);
       if (!valid) return refuse("UNAUTHORIZED", "the connection token is invalid, expired or already used");
       return [
         {
