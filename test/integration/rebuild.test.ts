@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { projections } from "../../projections/index.js";
-import { randomPublicKey, startTestApp, type TestApp } from "../support/app.js";
+import { ADMIN_TOKEN, randomPublicKey, startTestApp, type TestApp } from "../support/app.js";
 import { postgresServer, postgresSkipReason, titled } from "../support/databases.js";
 import { dumpReadModels } from "../support/read-models.js";
 
@@ -15,12 +15,18 @@ async function busyAccount(t: TestApp) {
     key: two.json().connection_token,
     body: { public_key: randomPublicKey() },
   });
-  await t.call("PATCH", `/v1/agents/${one.json().id}`, { key: apiKey, body: { name: "One", agent_type: "mastra" } });
+  await t.call("PATCH", `/v1/agents/${one.json().id}`, {
+    key: apiKey,
+    body: { name: "One", agent_type: "mastra" },
+  });
   await t.call("DELETE", `/v1/agents/${one.json().id}`, { key: apiKey });
-  await t.call("POST", "/v1/agents/register", { key: apiKey, body: { agent_id: "one", public_key: randomPublicKey() } });
+  await t.call("POST", "/v1/agents/register", {
+    key: apiKey,
+    body: { agent_id: "one", public_key: randomPublicKey() },
+  });
   const key = await t.call("POST", "/v1/api-keys", { key: apiKey, body: { name: "second" } });
   await t.call("DELETE", `/v1/accounts/${accountId}/api-keys/${key.json().id}`, { key: apiKey });
-  await t.call("PATCH", `/v1/admin/accounts/${accountId}`, { key: "test-admin-token-0123456789", body: { plan: "team" } });
+  await t.call("PATCH", `/v1/admin/accounts/${accountId}`, { key: ADMIN_TOKEN, body: { plan: "team" } });
 }
 
 function rebuildSuite(database: "pglite" | "postgres") {
