@@ -6,6 +6,7 @@ import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
 import { sendError, sendNotFound } from "./errors.js";
 import { registerIdempotency } from "./idempotency.js";
+import { registerNulGuard } from "./nul-guard.js";
 import type { RouteContext } from "./route-context.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentRoutes } from "./routes/agents.js";
@@ -34,6 +35,10 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   app.setErrorHandler(sendError);
   app.setNotFoundHandler(sendNotFound);
 
+  app.addHook("onRoute", (route) => {
+    // The documentation pages are public; this hook must exist before swagger-ui adds them.
+    if (route.url.startsWith("/docs")) route.config = { ...(route.config ?? {}), auth: "none" };
+  });
   await app.register(fastifySwagger, {
     openapi: {
       openapi: "3.1.0",
@@ -51,12 +56,9 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     transform: jsonSchemaTransform,
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs", uiConfig: { docExpansion: "list" } });
-  app.addHook("onRoute", (route) => {
-    // The documentation pages are public.
-    if (route.url.startsWith("/docs")) route.config = { ...(route.config ?? {}), auth: "none" };
-  });
 
   registerAuthentication(app, service.db, service.config.adminToken);
+  registerNulGuard(app);
   registerIdempotency(app, service.db, service.clock);
 
   const context: RouteContext = {

@@ -21,8 +21,14 @@ export class HttpError extends Error {
   }
 }
 
-export const validationError = (message: string, details?: ErrorDetail[]) =>
-  new HttpError(400, "VALIDATION_ERROR", message, details);
+/** A VALIDATION_ERROR always names what was wrong: `details` defaults to one entry for `path`. */
+export const validationError = (message: string, details: ErrorDetail[] | string = "body") =>
+  new HttpError(
+    400,
+    "VALIDATION_ERROR",
+    message,
+    typeof details === "string" ? [{ path: details, message }] : details,
+  );
 export const notFound = (what = "resource") => new HttpError(404, "NOT_FOUND", `${what} not found`);
 export const unauthorized = (message = "missing or invalid credentials") =>
   new HttpError(401, "UNAUTHORIZED", message);
@@ -80,9 +86,11 @@ function toBody(error: unknown): ErrorBody {
   }
   const fastifyError = error as Partial<FastifyError>;
   const known = fastifyError.code ? FRAMEWORK_ERRORS[fastifyError.code] : undefined;
-  if (known) return body(known.status, known.code, fastifyError.message ?? "bad request");
-  if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
-    return body(400, "VALIDATION_ERROR", "the body is not valid JSON");
+  const isBadJson = error instanceof SyntaxError && fastifyError.statusCode === 400;
+  if (known || isBadJson) {
+    const { status, code } = known ?? { status: 400, code: "VALIDATION_ERROR" };
+    const message = isBadJson ? "the body is not valid JSON" : (fastifyError.message ?? "bad request");
+    return body(status, code, message, code === "VALIDATION_ERROR" ? [{ path: "body", message }] : undefined);
   }
   return body(500, "INTERNAL_ERROR", "an unexpected error occurred");
 }

@@ -48,7 +48,7 @@ export function registerIdempotency(app: FastifyInstance, db: Knex, clock: Clock
     const key = request.headers[HEADER];
     if (request.method !== "POST" || key === undefined) return;
     if (typeof key !== "string" || key.length === 0 || key.length > 255) {
-      throw validationError("Idempotency-Key must be 1 to 255 characters");
+      throw validationError("Idempotency-Key must be 1 to 255 characters", "headers.idempotency-key");
     }
     const scope = scopeOf(request);
     const requestHash = sha256Hex(

@@ -72,6 +72,7 @@ export class Projector {
 
   private async subscribeFromCheckpoint(): Promise<void> {
     const from = await readCheckpoint(this.db, this.projection.name);
+    if (this.stopped) return;
     this.applied = from;
     let cursor = from;
     this.subscription = this.store.subscribe({

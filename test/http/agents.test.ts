@@ -56,8 +56,7 @@ const listAgents = async (key: string) => {
   expect(res.statusCode, res.body).toBe(200);
   return (res.json() as { agents: Record<string, unknown>[] }).agents;
 };
-const connect = (token: string, body: unknown) =>
-  t.call("POST", "/v1/agents/connect", { key: token, body });
+const connect = (token: string, body: unknown) => t.call("POST", "/v1/agents/connect", { key: token, body });
 
 describe("POST /v1/agents/register", () => {
   it("one-shot: 201, connected at key_version 1, key echoed, no two-step fields, no private key", async () => {
@@ -192,8 +191,16 @@ describe("POST /v1/agents/register", () => {
       ["description over 4000", { agent_id: "v", description: "d".repeat(4001) }, "description"],
       ["metadata over 16 KB", { agent_id: "v", metadata: { blob: "m".repeat(16 * 1024) } }, "metadata"],
       ["metadata not an object", { agent_id: "v", metadata: ["x"] }, "metadata"],
-      ["public_key_algorithm not X25519", { agent_id: "v", public_key_algorithm: "RSA" }, "public_key_algorithm"],
-      ["signing_key_algorithm not Ed25519", { agent_id: "v", signing_key_algorithm: "RSA" }, "signing_key_algorithm"],
+      [
+        "public_key_algorithm not X25519",
+        { agent_id: "v", public_key_algorithm: "RSA" },
+        "public_key_algorithm",
+      ],
+      [
+        "signing_key_algorithm not Ed25519",
+        { agent_id: "v", signing_key_algorithm: "RSA" },
+        "signing_key_algorithm",
+      ],
       ["unknown agent_type", { agent_id: "v", agent_type: "skynet" }, "agent_type"],
     ])("%s → 400 naming the field, nothing registered", async (_label, body, path) => {
       const { apiKey } = await t.newAccount();
@@ -217,7 +224,11 @@ describe("POST /v1/agents/register", () => {
 
     it("a name with a NUL character is refused as invalid input, not a 500", async () => {
       const { apiKey } = await t.newAccount();
-      const res = await register(apiKey, { agent_id: "nul", public_key: randomPublicKey(), name: "a\u0000b" });
+      const res = await register(apiKey, {
+        agent_id: "nul",
+        public_key: randomPublicKey(),
+        name: "a\u0000b",
+      });
       expectError(res, 400, "VALIDATION_ERROR");
     });
   });
@@ -225,7 +236,11 @@ describe("POST /v1/agents/register", () => {
   it("AGENT_ID_TAKEN: the same slug twice on one account → 409; another account may use it", async () => {
     const { apiKey } = await t.newAccount();
     await registerAgent(t, apiKey, { agent_id: "dup" });
-    expectError(await register(apiKey, { agent_id: "dup", public_key: randomPublicKey() }), 409, "AGENT_ID_TAKEN");
+    expectError(
+      await register(apiKey, { agent_id: "dup", public_key: randomPublicKey() }),
+      409,
+      "AGENT_ID_TAKEN",
+    );
     // A pending agent holds its slug too.
     await registerPending(t, apiKey, "pending-dup");
     expectError(await register(apiKey, { agent_id: "pending-dup" }), 409, "AGENT_ID_TAKEN");
@@ -239,7 +254,11 @@ describe("POST /v1/agents/register", () => {
     const { apiKey } = await t.newAccount("free");
     await registerAgent(t, apiKey, { agent_id: "q1" });
     await registerPending(t, apiKey, "q2");
-    expectError(await register(apiKey, { agent_id: "q3", public_key: randomPublicKey() }), 403, "QUOTA_EXCEEDED");
+    expectError(
+      await register(apiKey, { agent_id: "q3", public_key: randomPublicKey() }),
+      403,
+      "QUOTA_EXCEEDED",
+    );
     expect((await listAgents(apiKey)).map((a) => a.agent_id).sort()).toEqual(["q1", "q2"]);
   });
 
@@ -319,7 +338,10 @@ describe("POST /v1/agents/connect", () => {
     const pending = await registerPending(t, apiKey, "connector");
     const publicKey = randomPublicKey();
     const signing = randomPublicKey();
-    const res = await connect(pending.connection_token, { public_key: publicKey, signing_public_key: signing });
+    const res = await connect(pending.connection_token, {
+      public_key: publicKey,
+      signing_public_key: signing,
+    });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
     expect(Object.keys(body).sort()).toEqual(["agent_id", "key_version", "message", "status"]);
@@ -340,7 +362,11 @@ describe("POST /v1/agents/connect", () => {
     const pending = await registerPending(t, apiKey, "once");
     const first = randomPublicKey();
     expect((await connect(pending.connection_token, { public_key: first })).statusCode).toBe(200);
-    expectError(await connect(pending.connection_token, { public_key: randomPublicKey() }), 401, "UNAUTHORIZED");
+    expectError(
+      await connect(pending.connection_token, { public_key: randomPublicKey() }),
+      401,
+      "UNAUTHORIZED",
+    );
     const got = (await t.call("GET", `/v1/agents/${pending.id}`, { key: apiKey })).json();
     expect(got.public_key).toBe(first);
   });
@@ -348,7 +374,10 @@ describe("POST /v1/agents/connect", () => {
   it.each([
     ["garbage", "garbage"],
     ["an hct_ token of the wrong shape", "hct_garbage"],
-    ["a well-shaped token nobody was given", `hct_${randomUUID().replaceAll("-", "")}_${randomBytes(32).toString("base64url")}`],
+    [
+      "a well-shaped token nobody was given",
+      `hct_${randomUUID().replaceAll("-", "")}_${randomBytes(32).toString("base64url")}`,
+    ],
   ])("%s → 401", async (_label, token) => {
     expectError(await connect(token, { public_key: randomPublicKey() }), 401, "UNAUTHORIZED");
   });
@@ -393,7 +422,11 @@ describe("POST /v1/agents/connect", () => {
     const { apiKey } = await t.newAccount();
     const pending = await registerPending(t, apiKey, "gone");
     expect((await t.call("DELETE", `/v1/agents/${pending.id}`, { key: apiKey })).statusCode).toBe(200);
-    expectError(await connect(pending.connection_token, { public_key: randomPublicKey() }), 401, "UNAUTHORIZED");
+    expectError(
+      await connect(pending.connection_token, { public_key: randomPublicKey() }),
+      401,
+      "UNAUTHORIZED",
+    );
   });
 
   it("a bad public key → 400 INVALID_PUBLIC_KEY and the token stays usable", async () => {
@@ -430,7 +463,12 @@ describe("GET /v1/agents", () => {
     expect(agents.map((a) => a.id).sort()).toEqual([connected.id, pending.id].sort());
     const first = agents.find((a) => a.id === connected.id);
     expect(Object.keys(first ?? {}).sort()).toEqual(LIST_ITEM_KEYS);
-    expect(first).toMatchObject({ agent_id: "l1", name: "L1", connection_status: "connected", key_version: 1 });
+    expect(first).toMatchObject({
+      agent_id: "l1",
+      name: "L1",
+      connection_status: "connected",
+      key_version: 1,
+    });
     const second = agents.find((a) => a.id === pending.id);
     expect(second).toMatchObject({ agent_id: "l2", connection_status: "pending" });
     expect(second).not.toHaveProperty("key_version");
@@ -686,7 +724,11 @@ describe("DELETE /v1/agents/{id}", () => {
     const { apiKey } = await t.newAccount("free");
     const a = await registerAgent(t, apiKey, { agent_id: "c1" });
     await registerAgent(t, apiKey, { agent_id: "c2" });
-    expectError(await register(apiKey, { agent_id: "c3", public_key: randomPublicKey() }), 403, "QUOTA_EXCEEDED");
+    expectError(
+      await register(apiKey, { agent_id: "c3", public_key: randomPublicKey() }),
+      403,
+      "QUOTA_EXCEEDED",
+    );
     expect((await t.call("DELETE", `/v1/agents/${a.id}`, { key: apiKey })).statusCode).toBe(200);
     await registerAgent(t, apiKey, { agent_id: "c3" });
   });
@@ -706,7 +748,11 @@ describe("DELETE /v1/agents/{id}", () => {
     const owner = await t.newAccount();
     const stranger = await t.newAccount();
     const created = await registerAgent(t, owner.apiKey, { agent_id: "keep" });
-    expectError(await t.call("DELETE", `/v1/agents/${created.id}`, { key: stranger.apiKey }), 403, "FORBIDDEN");
+    expectError(
+      await t.call("DELETE", `/v1/agents/${created.id}`, { key: stranger.apiKey }),
+      403,
+      "FORBIDDEN",
+    );
     const got = (await t.call("GET", `/v1/agents/${created.id}`, { key: owner.apiKey })).json();
     expect(got.connection_status).toBe("connected");
   });

@@ -21,6 +21,7 @@ const revokedKeySchema = z.object({
   revoked_at: timestamp,
 });
 const accountParams = z.object({ account_id: z.string() });
+const DEFAULT_KEY_NAME = "api key";
 
 /** A key may only manage its own account's keys. */
 function ownAccount(accountId: string, requested: string): void {
@@ -64,14 +65,16 @@ export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAs
           tags: ["api keys"],
           summary: "Create an API key on an account (the caller's own)",
           params: accountParams,
-          body: z.object({ name: nameSchema.min(1).default("api key") }).default({ name: "api key" }),
+          body: z.object({ name: nameSchema.min(1).optional() }).nullish(),
           response: { 201: issuedKeySchema, ...errors(400, 401, 403, 415) },
         },
       },
       async (request, reply) => {
         const caller = callerAccount(request);
         ownAccount(caller.accountId, request.params.account_id);
-        return reply.status(201).send(await issue(caller.accountId, caller.keyId, request.body.name));
+        return reply
+          .status(201)
+          .send(await issue(caller.accountId, caller.keyId, request.body?.name ?? DEFAULT_KEY_NAME));
       },
     );
 
