@@ -55,7 +55,8 @@ async function crashAndRecover(env: Record<string, string>) {
       email: `crash-${randomBytes(4).toString("hex")}@example.com`,
       plan: "scale",
     });
-    const apiKey = ((await created?.json()) as { api_key: { api_key: string } }).api_key.api_key;
+    if (!created) throw new Error("the server did not answer the account creation");
+    const apiKey = ((await created.json()) as { api_key: { api_key: string } }).api_key.api_key;
     const burst = Array.from({ length: 60 }, (_, i) =>
       post(server.baseUrl, "/v1/agents/register", apiKey, { agent_id: `a${attempt}-${i}` }),
     );
