@@ -1,14 +1,11 @@
 import type { AccountEvent } from "../domain/account.js";
-import { categoryOf, idOf } from "../domain/streams.js";
-import { asDomainEvent, type Projection } from "./projection.js";
+import { categoryProjection } from "./projection.js";
 
-export const accountsProjection: Projection = {
+export const accountsProjection = categoryProjection<AccountEvent>({
   name: "accounts",
   tables: ["accounts"],
-  async apply(trx, recorded) {
-    if (categoryOf(recorded.streamId) !== "account") return;
-    const event = asDomainEvent<AccountEvent>(recorded);
-    const id = idOf(recorded.streamId);
+  category: "account",
+  async apply(trx, event, id) {
     switch (event.type) {
       case "AccountCreated": {
         const { email, name, plan, createdAt } = event.data;
@@ -22,4 +19,4 @@ export const accountsProjection: Projection = {
         return;
     }
   },
-};
+});

@@ -1,6 +1,5 @@
 import type { AgentEvent, AgentProfile } from "../domain/agent.js";
-import { categoryOf, idOf } from "../domain/streams.js";
-import { asDomainEvent, type Projection } from "./projection.js";
+import { categoryProjection } from "./projection.js";
 
 const PROFILE_COLUMNS: Record<keyof AgentProfile, string> = {
   name: "name",
@@ -19,13 +18,11 @@ function profileColumns(profile: Partial<AgentProfile>): Record<string, unknown>
   return row;
 }
 
-export const agentsProjection: Projection = {
+export const agentsProjection = categoryProjection<AgentEvent>({
   name: "agents",
   tables: ["agents"],
-  async apply(trx, recorded) {
-    if (categoryOf(recorded.streamId) !== "agent") return;
-    const event = asDomainEvent<AgentEvent>(recorded);
-    const id = idOf(recorded.streamId);
+  category: "agent",
+  async apply(trx, event, id) {
     switch (event.type) {
       case "AgentRegistered": {
         const { accountId, slug, name, description, webhookUrl, agentType, metadata, registeredAt } =
@@ -58,4 +55,4 @@ export const agentsProjection: Projection = {
         return;
     }
   },
-};
+});

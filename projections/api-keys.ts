@@ -1,14 +1,11 @@
 import type { ApiKeyEvent } from "../domain/api-key.js";
-import { categoryOf, idOf } from "../domain/streams.js";
-import { asDomainEvent, type Projection } from "./projection.js";
+import { categoryProjection } from "./projection.js";
 
-export const apiKeysProjection: Projection = {
+export const apiKeysProjection = categoryProjection<ApiKeyEvent>({
   name: "api_keys",
   tables: ["api_keys"],
-  async apply(trx, recorded) {
-    if (categoryOf(recorded.streamId) !== "api_key") return;
-    const event = asDomainEvent<ApiKeyEvent>(recorded);
-    const id = idOf(recorded.streamId);
+  category: "api_key",
+  async apply(trx, event, id) {
     switch (event.type) {
       case "ApiKeyCreated": {
         const { accountId, name, keyHash, createdAt } = event.data;
@@ -28,4 +25,4 @@ export const apiKeysProjection: Projection = {
         return;
     }
   },
-};
+});

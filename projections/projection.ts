@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { categoryOf, idOf } from "../domain/streams.js";
 import type { RecordedEvent } from "../src/eventstore/port.js";
 
 /**
@@ -12,7 +13,23 @@ export interface Projection {
   apply(trx: Knex.Transaction, event: RecordedEvent): Promise<void>;
 }
 
-/** Narrows a recorded event to the domain union it belongs to. */
-export function asDomainEvent<E extends { type: string; data: unknown }>(event: RecordedEvent): E {
-  return { type: event.type, data: event.data } as E;
+/**
+ * A projection of one stream category: it sees only that category's events, narrowed to the
+ * domain union `E`, with the aggregate id taken from the stream name.
+ */
+export function categoryProjection<E extends { type: string; data: unknown }>(definition: {
+  name: string;
+  tables: string[];
+  category: string;
+  apply(trx: Knex.Transaction, event: E, id: string): Promise<void>;
+}): Projection {
+  return {
+    name: definition.name,
+    tables: definition.tables,
+    async apply(trx, recorded) {
+      if (categoryOf(recorded.streamId) !== definition.category) return;
+      const event = { type: recorded.type, data: recorded.data } as E;
+      await definition.apply(trx, event, idOf(recorded.streamId));
+    },
+  };
 }
