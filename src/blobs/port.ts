@@ -1,0 +1,59 @@
+import type { Readable } from "node:stream";
+
+/** Where file data lives: the local filesystem (embedded default) or S3. Contract: test/contract/blob-store.contract.ts. */
+export interface BlobStore {
+  /**
+   * Streams `body` into `key` with backpressure, never holding it whole. More than `maxBytes`
+   * rejects with BlobTooLargeError and leaves nothing behind; so does any other failure.
+   */
+  put(key: string, body: Readable, options: { maxBytes: number | null; contentType?: string }): Promise<{ size: number }>;
+  /** Streams a blob, or the inclusive byte range `start`–`end` of it; BlobNotFoundError when missing. */
+  get(key: string, range?: ByteRange): Promise<Readable>;
+  /** Size of a stored blob, or null. */
+  stat(key: string): Promise<{ size: number } | null>;
+  /** Deletes blobs; missing ones are not an error. */
+  delete(keys: string[]): Promise<void>;
+  /** Where a client may PUT this blob without credentials until `expiresAt`. */
+  uploadUrl(key: string, options: UploadUrlOptions): Promise<PresignedRequest>;
+  /** Where a client may GET this blob (honouring Range) without credentials until `expiresAt`. */
+  downloadUrl(key: string, options: DownloadUrlOptions): Promise<string>;
+  /** Answers when the store is reachable. */
+  ping(): Promise<void>;
+}
+
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface UploadUrlOptions {
+  size: number;
+  contentType: string;
+  expiresAt: Date;
+}
+
+export interface DownloadUrlOptions {
+  expiresAt: Date;
+  fileName: string;
+  contentType: string;
+}
+
+export interface PresignedRequest {
+  url: string;
+  method: "PUT";
+  headers: Record<string, string>;
+}
+
+export class BlobTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`more than ${maxBytes} bytes`);
+    this.name = "BlobTooLargeError";
+  }
+}
+
+export class BlobNotFoundError extends Error {
+  constructor(readonly key: string) {
+    super(`no blob ${key}`);
+    this.name = "BlobNotFoundError";
+  }
+}
