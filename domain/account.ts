@@ -28,6 +28,7 @@ export type AccountCommand =
 export interface AccountState {
   exists: boolean;
   plan: string;
+  createdAt: string;
   /** Active slug → agent id. */
   slugs: Record<string, string>;
   /** Highest key version ever given to a slug: re-registering it rotates to the next one. */
@@ -94,7 +95,7 @@ function decide(
 function evolve(state: AccountState, event: AccountEvent): AccountState {
   switch (event.type) {
     case "AccountCreated":
-      return { ...state, exists: true, plan: event.data.plan };
+      return { ...state, exists: true, plan: event.data.plan, createdAt: event.data.createdAt };
     case "AccountPlanChanged":
       return { ...state, plan: event.data.plan };
     case "AgentSlugReserved":
@@ -117,7 +118,7 @@ function evolve(state: AccountState, event: AccountEvent): AccountState {
 }
 
 export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState, AccountContext> = {
-  initialState: () => ({ exists: false, plan: "", slugs: {}, keyVersions: {}, apiKeys: [] }),
+  initialState: () => ({ exists: false, plan: "", createdAt: "", slugs: {}, keyVersions: {}, apiKeys: [] }),
   evolve,
   decide,
 };

@@ -3,10 +3,15 @@ export type DomainErrorCode =
   | "ACCOUNT_EXISTS"
   | "AGENT_DISCONNECTED"
   | "AGENT_ID_TAKEN"
+  | "CONFLICT"
+  | "FILES_MISSING"
   | "FORBIDDEN"
+  | "GONE"
   | "KEY_LIMIT_REACHED"
   | "NOT_FOUND"
   | "QUOTA_EXCEEDED"
+  | "STORAGE_FULL"
+  | "TRANSFER_PENDING"
   | "UNAUTHORIZED";
 
 export class DomainError extends Error {

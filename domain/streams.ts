@@ -4,6 +4,8 @@ export const streams = {
   accountEmail: (emailDigest: string) => `account_email-${emailDigest}`,
   agent: (agentId: string) => `agent-${agentId}`,
   apiKey: (keyId: string) => `api_key-${keyId}`,
+  transfer: (transferId: string) => `transfer-${transferId}`,
+  usage: (accountId: string) => `usage-${accountId}`,
 };
 
 export function categoryOf(streamId: string): string {

@@ -33,15 +33,22 @@ export const notFound = (what = "resource") => new HttpError(404, "NOT_FOUND", `
 export const unauthorized = (message = "missing or invalid credentials") =>
   new HttpError(401, "UNAUTHORIZED", message);
 
-const DOMAIN_STATUS: Record<DomainErrorCode, number> = {
-  ACCOUNT_EXISTS: 409,
-  AGENT_DISCONNECTED: 409,
-  AGENT_ID_TAKEN: 409,
-  FORBIDDEN: 403,
-  KEY_LIMIT_REACHED: 403,
-  NOT_FOUND: 404,
-  QUOTA_EXCEEDED: 403,
-  UNAUTHORIZED: 401,
+/** How each domain refusal reaches the client: its status, and the public code where it differs. */
+const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> = {
+  ACCOUNT_EXISTS: { status: 409 },
+  AGENT_DISCONNECTED: { status: 409 },
+  AGENT_ID_TAKEN: { status: 409 },
+  CONFLICT: { status: 409 },
+  FILES_MISSING: { status: 400, code: "VALIDATION_ERROR" },
+  FORBIDDEN: { status: 403 },
+  GONE: { status: 410 },
+  KEY_LIMIT_REACHED: { status: 403 },
+  NOT_FOUND: { status: 404 },
+  QUOTA_EXCEEDED: { status: 403 },
+  // Spec section 7: a full storage answers like a file that is too large.
+  STORAGE_FULL: { status: 413, code: "FILE_TOO_LARGE" },
+  TRANSFER_PENDING: { status: 409 },
+  UNAUTHORIZED: { status: 401 },
 };
 
 /** Framework errors that are the client's doing, by fastify error code. */
@@ -72,7 +79,11 @@ function body(status: number, code: string, message: string, details?: ErrorDeta
 
 function toBody(error: unknown): ErrorBody {
   if (error instanceof HttpError) return body(error.status, error.code, error.message, error.details);
-  if (error instanceof DomainError) return body(DOMAIN_STATUS[error.code], error.code, error.message);
+  if (error instanceof DomainError) {
+    const { status, code = error.code } = DOMAIN_ERRORS[error.code];
+    const details = code === "VALIDATION_ERROR" ? [{ path: "files", message: error.message }] : undefined;
+    return body(status, code, error.message, details);
+  }
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = (error as FastifyError).validationContext;
     const details = error.validation.map((issue) => {

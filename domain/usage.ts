@@ -1,0 +1,75 @@
+import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
+import type { PlanLimits } from "./plan-limits.js";
+
+/**
+ * An account's quota stream: monthly transfer counts and storage held. Every transfer creation and
+ * every release of storage is appended here with an expected version, in the same atomic append as
+ * the transfer's own event, so two parallel uploads cannot both take the last slot.
+ */
+export type UsageEvent =
+  | { type: "TransferCounted"; data: { transferId: string; period: string; bytes: number } }
+  | { type: "StorageReleased"; data: { transferId: string; bytes: number } };
+
+export type UsageCommand =
+  | { type: "CountTransfer"; transferId: string; period: string; bytes: number }
+  | { type: "ReleaseStorage"; transferId: string };
+
+export interface UsageState {
+  /** Transfers counted per billing period (its start date). */
+  transfersByPeriod: Record<string, number>;
+  storageBytes: number;
+  /** Bytes held per live transfer. */
+  held: Record<string, number>;
+}
+
+export interface UsageContext {
+  limits: PlanLimits;
+}
+
+function decide(command: UsageCommand, state: UsageState, { limits }: UsageContext): Decision<UsageEvent> {
+  switch (command.type) {
+    case "CountTransfer": {
+      const counted = state.transfersByPeriod[command.period] ?? 0;
+      if (limits.transfersPerMonth !== null && counted >= limits.transfersPerMonth) {
+        return refuse("QUOTA_EXCEEDED", `the plan allows ${limits.transfersPerMonth} transfers per month`);
+      }
+      if (limits.storageBytes !== null && state.storageBytes + command.bytes > limits.storageBytes) {
+        return refuse("STORAGE_FULL", `storage is full: the plan allows ${limits.storageBytes} bytes`);
+      }
+      const { transferId, period, bytes } = command;
+      return [{ type: "TransferCounted", data: { transferId, period, bytes } }];
+    }
+    case "ReleaseStorage": {
+      const bytes = state.held[command.transferId];
+      if (bytes === undefined) return [];
+      return [{ type: "StorageReleased", data: { transferId: command.transferId, bytes } }];
+    }
+    default:
+      return unreachable(command);
+  }
+}
+
+function evolve(state: UsageState, event: UsageEvent): UsageState {
+  switch (event.type) {
+    case "TransferCounted": {
+      const { transferId, period, bytes } = event.data;
+      return {
+        transfersByPeriod: { ...state.transfersByPeriod, [period]: (state.transfersByPeriod[period] ?? 0) + 1 },
+        storageBytes: state.storageBytes + bytes,
+        held: { ...state.held, [transferId]: bytes },
+      };
+    }
+    case "StorageReleased": {
+      const { [event.data.transferId]: _released, ...held } = state.held;
+      return { ...state, storageBytes: state.storageBytes - event.data.bytes, held };
+    }
+    default:
+      return unreachable(event);
+  }
+}
+
+export const usageDecider: Decider<UsageCommand, UsageEvent, UsageState, UsageContext> = {
+  initialState: () => ({ transfersByPeriod: {}, storageBytes: 0, held: {} }),
+  evolve,
+  decide,
+};
