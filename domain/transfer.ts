@@ -82,6 +82,7 @@ export type TransferCommand =
 
 export interface TransferState {
   exists: boolean;
+  senderAccountId: string;
   status: TransferStatus;
   files: TransferFile[];
   maxDownloads: number;
@@ -93,15 +94,16 @@ export interface TransferState {
   holdsStorage: boolean;
 }
 
-const LIVE: TransferStatus[] = ["pending", "active"];
+/** States that end by time: past `expires_at` each of them reads as expired. */
+const EXPIRING: TransferStatus[] = ["pending", "active", "downloaded"];
 
 function expired(state: TransferState, now: string): boolean {
   return Date.parse(now) >= Date.parse(state.expiresAt);
 }
 
-/** The status a reader sees at `now`: past `expires_at` a live transfer is already expired (decisions 3.13). */
+/** The status a reader sees at `now`: past `expires_at` it is expired, swept or not (decisions 3.13). */
 export function statusAt(status: TransferStatus, expiresAt: string, now: string): TransferStatus {
-  return LIVE.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
+  return EXPIRING.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
 }
 
 function decide(command: TransferCommand, state: TransferState): Decision<TransferEvent> {
@@ -131,8 +133,9 @@ function decide(command: TransferCommand, state: TransferState): Decision<Transf
   if (state.status === "deleted") return refuse("NOT_FOUND", "no such transfer");
   switch (command.type) {
     case "ConfirmUpload": {
+      if (expired(state, command.now)) return refuse("GONE", "this transfer has expired");
       if (state.status === "active") return [];
-      if (state.status !== "pending" || expired(state, command.now)) {
+      if (state.status !== "pending") {
         return refuse("GONE", "this transfer has expired");
       }
       const missing = state.files.filter((file) => command.uploaded[file.fileId] !== file.size);
@@ -177,6 +180,7 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
     case "TransferCreated":
       return {
         exists: true,
+        senderAccountId: event.data.senderAccountId,
         status: event.data.status,
         files: event.data.files,
         maxDownloads: event.data.maxDownloads,
@@ -206,6 +210,7 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
 export const transferDecider: Decider<TransferCommand, TransferEvent, TransferState> = {
   initialState: () => ({
     exists: false,
+    senderAccountId: "",
     status: "pending",
     files: [],
     maxDownloads: 0,

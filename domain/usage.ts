@@ -29,6 +29,7 @@ export interface UsageContext {
 function decide(command: UsageCommand, state: UsageState, { limits }: UsageContext): Decision<UsageEvent> {
   switch (command.type) {
     case "CountTransfer": {
+      if (state.held[command.transferId] !== undefined) return [];
       const counted = state.transfersByPeriod[command.period] ?? 0;
       if (limits.transfersPerMonth !== null && counted >= limits.transfersPerMonth) {
         return refuse("QUOTA_EXCEEDED", `the plan allows ${limits.transfersPerMonth} transfers per month`);
@@ -54,7 +55,10 @@ function evolve(state: UsageState, event: UsageEvent): UsageState {
     case "TransferCounted": {
       const { transferId, period, bytes } = event.data;
       return {
-        transfersByPeriod: { ...state.transfersByPeriod, [period]: (state.transfersByPeriod[period] ?? 0) + 1 },
+        transfersByPeriod: {
+          ...state.transfersByPeriod,
+          [period]: (state.transfersByPeriod[period] ?? 0) + 1,
+        },
         storageBytes: state.storageBytes + bytes,
         held: { ...state.held, [transferId]: bytes },
       };

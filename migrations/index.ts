@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import * as eventStore from "./001_event_store.js";
 import * as readModels from "./002_read_models.js";
+import * as transfers from "./003_transfers.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -11,6 +12,7 @@ interface Migration {
 const migrations: Record<string, Migration> = {
   "001_event_store": eventStore,
   "002_read_models": readModels,
+  "003_transfers": transfers,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

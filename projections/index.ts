@@ -2,8 +2,16 @@ import { accountsProjection } from "./accounts.js";
 import { agentsProjection } from "./agents.js";
 import { apiKeysProjection } from "./api-keys.js";
 import type { Projection } from "./projection.js";
+import { transfersProjection } from "./transfers.js";
+import { usageProjection } from "./usage.js";
 
-export const projections: Projection[] = [accountsProjection, agentsProjection, apiKeysProjection];
+export const projections: Projection[] = [
+  accountsProjection,
+  agentsProjection,
+  apiKeysProjection,
+  transfersProjection,
+  usageProjection,
+];
 
 export function projectionNamed(name: string): Projection | undefined {
   return projections.find((projection) => projection.name === name);

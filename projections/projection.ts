@@ -21,7 +21,7 @@ export function categoryProjection<E extends { type: string; data: unknown }>(de
   name: string;
   tables: string[];
   category: string;
-  apply(trx: Knex.Transaction, event: E, id: string): Promise<void>;
+  apply(trx: Knex.Transaction, event: E, id: string, recorded: RecordedEvent): Promise<void>;
 }): Projection {
   return {
     name: definition.name,
@@ -29,7 +29,7 @@ export function categoryProjection<E extends { type: string; data: unknown }>(de
     async apply(trx, recorded) {
       if (categoryOf(recorded.streamId) !== definition.category) return;
       const event = { type: recorded.type, data: recorded.data } as E;
-      await definition.apply(trx, event, idOf(recorded.streamId));
+      await definition.apply(trx, event, idOf(recorded.streamId), recorded);
     },
   };
 }

@@ -53,6 +53,7 @@ export interface Config {
   databaseUrl: string | null;
   eventStoreUrl: string | null;
   redisUrl: string | null;
+  s3: { bucket: string; endpoint: string | null; region: string | null; forcePathStyle: boolean } | null;
   serverKey: Buffer | null;
   adminToken: string | null;
   testClock: boolean;
@@ -80,6 +81,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     databaseUrl: c.DATABASE_URL ?? null,
     eventStoreUrl: c.EVENTSTORE_URL ?? null,
     redisUrl: c.REDIS_URL ?? null,
+    s3: c.S3_BUCKET
+      ? {
+          bucket: c.S3_BUCKET,
+          endpoint: c.S3_ENDPOINT ?? null,
+          region: c.S3_REGION ?? null,
+          forcePathStyle: c.S3_FORCE_PATH_STYLE ?? false,
+        }
+      : null,
     serverKey: c.SERVER_KEY ?? null,
     adminToken: c.ADMIN_TOKEN ?? null,
     testClock: c.TEST_CLOCK ?? false,

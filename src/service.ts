@@ -1,6 +1,10 @@
 import { join } from "node:path";
 import type { Knex } from "knex";
 import { projections } from "../projections/index.js";
+import { FileSystemBlobStore } from "./blobs/filesystem.js";
+import { LocalBlobUrls } from "./blobs/local-urls.js";
+import type { BlobStore } from "./blobs/port.js";
+import { S3BlobStore } from "./blobs/s3.js";
 import { AdjustableClock, type Clock, systemClock } from "./clock.js";
 import type { CommandDeps } from "./commands/deps.js";
 import type { Config } from "./config.js";
@@ -8,15 +12,26 @@ import { migrate, openDatabase } from "./db/database.js";
 import { KurrentEventStore } from "./eventstore/kurrent.js";
 import type { EventStore } from "./eventstore/port.js";
 import { PostgresEventStore } from "./eventstore/postgres.js";
+import { Housekeeper } from "./housekeeping/housekeeper.js";
+import type { RateLimitCounter } from "./rate-limits/counter.js";
+import { MemoryCounter } from "./rate-limits/memory.js";
+import { RedisCounter } from "./rate-limits/redis.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { loadServerKey } from "./security/server-key.js";
+import { UrlTokens } from "./security/url-tokens.js";
 
 /** Everything a running Handoff holds, wired from the configuration: the composition root. */
 export interface Service {
   config: Config;
   db: Knex;
   store: EventStore;
+  blobs: BlobStore;
+  /** The signed local URLs standing in for presigned ones; null when blobs live in S3. */
+  localBlobUrls: LocalBlobUrls | null;
   engine: ProjectionEngine;
+  housekeeper: Housekeeper;
+  /** Per-API-key rate-limit counts: in Redis with REDIS_URL (shared by instances), else in memory. */
+  rateLimits: RateLimitCounter;
   clock: Clock;
   /** Present only with TEST_CLOCK=1. */
   testClock: AdjustableClock | null;
@@ -25,9 +40,28 @@ export interface Service {
 }
 
 export interface ServiceOptions {
-  /** Start the projectors (the CLI's rebuild runs them itself). */
+  /** Start the projectors and the housekeeper (the CLI's rebuild runs projections itself). */
   runProjections?: boolean;
   onProjectionError?: (error: unknown) => void;
+}
+
+/** S3 when S3_BUCKET is set, else files under DATA_DIR/blobs served through signed local URLs. */
+function openBlobStore(
+  config: Config,
+  serverKey: Buffer,
+): { blobs: BlobStore; localBlobUrls: LocalBlobUrls | null } {
+  if (config.s3) {
+    const { bucket, endpoint, region, forcePathStyle } = config.s3;
+    const blobs = new S3BlobStore({
+      bucket,
+      ...(endpoint ? { endpoint } : {}),
+      ...(region ? { region } : {}),
+      forcePathStyle,
+    });
+    return { blobs, localBlobUrls: null };
+  }
+  const localBlobUrls = new LocalBlobUrls(new UrlTokens(serverKey), config.publicBaseUrl);
+  return { blobs: new FileSystemBlobStore(join(config.dataDir, "blobs"), localBlobUrls), localBlobUrls };
 }
 
 export async function openService(config: Config, options: ServiceOptions = {}): Promise<Service> {
@@ -43,20 +77,38 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const testClock = config.testClock ? new AdjustableClock() : null;
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);
+  const { blobs, localBlobUrls } = openBlobStore(config, serverKey);
   const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
   const engine = new ProjectionEngine(projections, store, db, onError);
-  if (options.runProjections ?? true) await engine.start();
+  const deps: CommandDeps = { store, clock, serverKey };
+  const housekeeper = new Housekeeper(db, deps, blobs, (error) =>
+    console.error("housekeeping failed:", error),
+  );
+  testClock?.onAdvance(() => housekeeper.wake());
+  const rateLimits: RateLimitCounter = config.redisUrl
+    ? await RedisCounter.connect(config.redisUrl)
+    : new MemoryCounter();
+  if (options.runProjections ?? true) {
+    await engine.start();
+    housekeeper.start();
+  }
 
   return {
     config,
     db,
     store,
+    blobs,
+    localBlobUrls,
     engine,
+    housekeeper,
+    rateLimits,
     clock,
     testClock,
-    deps: { store, clock, serverKey },
+    deps,
     async close() {
+      await housekeeper.stop();
       await engine.stop();
+      await rateLimits.close();
       await store.close();
       await db.destroy();
     },

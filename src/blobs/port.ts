@@ -6,7 +6,11 @@ export interface BlobStore {
    * Streams `body` into `key` with backpressure, never holding it whole. More than `maxBytes`
    * rejects with BlobTooLargeError and leaves nothing behind; so does any other failure.
    */
-  put(key: string, body: Readable, options: { maxBytes: number | null; contentType?: string }): Promise<{ size: number }>;
+  put(
+    key: string,
+    body: Readable,
+    options: { maxBytes: number | null; contentType?: string },
+  ): Promise<{ size: number }>;
   /** Streams a blob, or the inclusive byte range `start`–`end` of it; BlobNotFoundError when missing. */
   get(key: string, range?: ByteRange): Promise<Readable>;
   /** Size of a stored blob, or null. */

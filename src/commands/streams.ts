@@ -73,19 +73,22 @@ export async function appendAll(store: EventStore, appends: StreamAppend[]): Pro
   return position;
 }
 
-const MAX_ATTEMPTS = 30;
+const DEFAULT_ATTEMPTS = 30;
+const MAX_BACKOFF_MS = 50;
 
 /**
  * Runs load → decide → append again when another writer got in between: the retry re-reads the
  * streams, so the second decision sees the first writer's events (a taken slug, a used quota).
  */
-export async function retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
+export async function retryOnConflict<T>(attempt: () => Promise<T>, attempts = DEFAULT_ATTEMPTS): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
       return await attempt();
     } catch (error) {
-      if (!(error instanceof WrongExpectedVersionError) || tries >= MAX_ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * tries));
+      if (!(error instanceof WrongExpectedVersionError) || tries >= attempts) throw error;
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.random() * Math.min(MAX_BACKOFF_MS, 5 * tries)),
+      );
     }
   }
 }

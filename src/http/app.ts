@@ -1,3 +1,4 @@
+import fastifyMultipart from "@fastify/multipart";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -7,11 +8,14 @@ import { registerAuthentication } from "./auth.js";
 import { sendError, sendNotFound } from "./errors.js";
 import { registerIdempotency } from "./idempotency.js";
 import { registerNulGuard } from "./nul-guard.js";
+import { registerRateLimits } from "./rate-limit.js";
 import type { RouteContext } from "./route-context.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentRoutes } from "./routes/agents.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
+import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
+import { transferRoutes } from "./routes/transfers.js";
 
 /** How long a write waits for its read models before answering anyway. */
 const SETTLE_TIMEOUT_MS = 5000;
@@ -26,7 +30,10 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     logger: options.logger ? { level: "info" } : false,
     bodyLimit: JSON_BODY_LIMIT,
     // Clients send ids and slugs, never our internals: keep the router strict and case-sensitive.
-    routerOptions: { ignoreTrailingSlash: true },
+    // Signed upload and download links carry their capability in the path: allow for it.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // Errors the router raises before any route (a malformed URL) get the one error body too.
+    frameworkErrors: (error, request, reply) => sendError(error, request, reply),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -58,6 +65,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(fastifySwaggerUi, { routePrefix: "/docs", uiConfig: { docExpansion: "list" } });
 
   registerAuthentication(app, service.db, service.config.adminToken);
+  registerRateLimits(app, service.rateLimits, service.clock);
   registerNulGuard(app);
   registerIdempotency(app, service.db, service.clock);
 
@@ -70,6 +78,12 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(healthRoutes(context));
   await app.register(agentRoutes(context));
   await app.register(apiKeyRoutes(context));
+  await app.register(fastifyMultipart, {
+    // Sizes are enforced while streaming, against the plan (413 FILE_TOO_LARGE), not by the parser.
+    limits: { fileSize: Number.MAX_SAFE_INTEGER, files: 100, fields: 50, fieldSize: 64 * 1024, parts: 200 },
+  });
+  await app.register(transferRoutes(context));
+  if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   if (service.config.adminToken) await app.register(adminRoutes(context));
   return app;
 }

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { DomainError, type DomainErrorCode } from "../../domain/decider.js";
+import { WrongExpectedVersionError } from "../eventstore/port.js";
 
 export interface ErrorDetail {
   path: string;
@@ -83,6 +84,9 @@ function toBody(error: unknown): ErrorBody {
     const { status, code = error.code } = DOMAIN_ERRORS[error.code];
     const details = code === "VALIDATION_ERROR" ? [{ path: "files", message: error.message }] : undefined;
     return body(status, code, error.message, details);
+  }
+  if (error instanceof WrongExpectedVersionError) {
+    return body(409, "CONFLICT", "too many concurrent changes to the same resource; retry");
   }
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = (error as FastifyError).validationContext;

@@ -1,6 +1,8 @@
 import type { z } from "zod";
+import { statusAt } from "../../domain/transfer.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
+import type { TransferRow } from "../queries/transfers.js";
 import type { agentSchema } from "./schemas.js";
 
 const iso = (value: Date | string) => new Date(value).toISOString();
@@ -29,4 +31,29 @@ export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
 
 export function presentAccount(row: AccountRow) {
   return { id: row.id, email: row.email, name: row.name, plan: row.plan, created_at: iso(row.created_at) };
+}
+
+/** The Transfer of spec 2.3, with the status a reader sees now (decisions 3.13). */
+export function presentTransfer(row: TransferRow, baseUrl: string, now: Date) {
+  const expiresAt = iso(row.expires_at);
+  return {
+    id: row.id,
+    url: `${baseUrl}/t/${row.id}`,
+    api_url: `${baseUrl}/v1/transfers/${row.id}/download`,
+    status: statusAt(row.status, expiresAt, now.toISOString()),
+    pending_reason: null,
+    mode: row.mode,
+    sender: row.sender,
+    recipient: row.recipient,
+    files: row.files.map((file) => ({ name: file.name, size: file.size, type: file.type })),
+    file_count: row.file_count,
+    total_size: Number(row.total_size),
+    max_downloads: row.max_downloads,
+    downloads: row.downloads,
+    is_encrypted: row.is_encrypted,
+    auto_delete: row.auto_delete,
+    message: row.message,
+    created_at: iso(row.created_at),
+    expires_at: expiresAt,
+  };
 }

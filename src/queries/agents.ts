@@ -35,3 +35,14 @@ export async function listAgents(db: Knex, accountId: string): Promise<AgentRow[
     .where({ account_id: accountId })
     .orderBy([{ column: "created_at" }, { column: "id" }]);
 }
+
+/** The connected agent with this slug on an account, if any. */
+export async function findConnectedAgentBySlug(
+  db: Knex,
+  accountId: string,
+  slug: string,
+): Promise<AgentRow | undefined> {
+  return db<AgentRow>("agents")
+    .where({ account_id: accountId, agent_id: slug, connection_status: "connected" })
+    .first();
+}

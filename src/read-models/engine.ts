@@ -59,6 +59,13 @@ export class ProjectionEngine {
     });
   }
 
+  /** Calls `listener` whenever the named projection applies a batch. */
+  onAdvance(name: string, listener: () => void): () => void {
+    const projector = this.projectors.find((p) => p.projection.name === name);
+    if (!projector) throw new Error(`unknown projection ${name}`);
+    return projector.onAdvance(listener);
+  }
+
   async headPosition(): Promise<Position | null> {
     return this.store.headPosition();
   }

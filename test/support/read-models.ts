@@ -5,7 +5,7 @@ import { projections } from "../../projections/index.js";
 export async function dumpReadModels(db: Knex): Promise<Record<string, unknown[]>> {
   const dump: Record<string, unknown[]> = {};
   for (const table of projections.flatMap((p) => p.tables)) {
-    const rows = await db(table).select("*").orderBy("id");
+    const rows = await db(table).select("*").orderByRaw("1");
     dump[table] = rows.map((row) =>
       Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
     );

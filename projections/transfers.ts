@@ -1,0 +1,66 @@
+import type { TransferEvent } from "../domain/transfer.js";
+import { categoryProjection } from "./projection.js";
+
+/**
+ * One row per transfer: the list, get, inbox and housekeeping all read it. `created_position`
+ * (the log position of its creation) orders the inbox and makes its cursor, identical on rebuild.
+ */
+export const transfersProjection = categoryProjection<TransferEvent>({
+  name: "transfers",
+  tables: ["transfers"],
+  category: "transfer",
+  async apply(trx, event, id, recorded) {
+    switch (event.type) {
+      case "TransferCreated": {
+        const d = event.data;
+        await trx("transfers").insert({
+          id,
+          mode: d.mode,
+          sender: d.sender,
+          sender_account_id: d.senderAccountId,
+          sender_agent_id: d.senderAgentId,
+          recipient: d.recipient,
+          recipient_account_id: d.recipientAccountId,
+          recipient_agent_id: d.recipientAgentId,
+          status: d.status,
+          files: JSON.stringify(d.files),
+          file_count: d.files.length,
+          total_size: d.files.reduce((sum, file) => sum + file.size, 0),
+          max_downloads: d.maxDownloads,
+          downloads: 0,
+          auto_delete: d.autoDelete,
+          is_encrypted: d.isEncrypted,
+          message: d.message,
+          metadata: JSON.stringify(d.metadata),
+          encryption: JSON.stringify(d.encryption),
+          created_at: d.createdAt,
+          expires_at: d.expiresAt,
+          created_position: recorded.position,
+        });
+        return;
+      }
+      case "TransferActivated":
+        await trx("transfers").where({ id }).update({ status: "active" });
+        return;
+      case "DownloadRecorded":
+        await trx("transfers").where({ id }).update({ downloads: event.data.downloads });
+        return;
+      case "TransferDownloaded":
+        await trx("transfers")
+          .where({ id })
+          .update({ status: "downloaded", purge_after: event.data.purgeAfter });
+        return;
+      case "TransferExpired":
+        await trx("transfers").where({ id }).update({ status: "expired", purge_after: event.data.at });
+        return;
+      case "TransferDeleted":
+        await trx("transfers").where({ id }).update({ status: "deleted", purge_after: event.data.at });
+        return;
+      case "TransferFilesDeleted":
+        await trx("transfers").where({ id }).update({ files_deleted: true });
+        return;
+      default:
+        return;
+    }
+  },
+});

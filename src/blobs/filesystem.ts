@@ -1,0 +1,190 @@
+import { randomUUID } from "node:crypto";
+import { constants } from "node:fs";
+import { access, mkdir, open, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { type Readable, Transform, type TransformCallback } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { LocalBlobUrls } from "./local-urls.js";
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  BlobTooLargeError,
+  type ByteRange,
+  type DownloadUrlOptions,
+  type PresignedRequest,
+  type UploadUrlOptions,
+} from "./port.js";
+
+/**
+ * Passes bytes through and counts them; fails with BlobTooLargeError as soon as the count goes
+ * over `maxBytes` (null: no limit), so a too-large body is refused without being read to its end.
+ */
+export class ByteCounter extends Transform {
+  bytes = 0;
+
+  constructor(private readonly maxBytes: number | null) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.maxBytes !== null && this.bytes > this.maxBytes) callback(new BlobTooLargeError(this.maxBytes));
+    else callback(null, chunk);
+  }
+}
+
+/** Checks an inclusive byte range; the end may lie past the last byte (clamped, as S3 does). */
+export function checkRange(range: ByteRange): void {
+  const { start, end } = range;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start)
+    throw new RangeError(`invalid byte range ${start}-${end}`);
+}
+
+/** Directory under the root, beside the blobs, where puts are written before they are renamed into place. */
+const TEMP_DIR = ".tmp";
+
+/**
+ * Blobs as files under `rootDir` (the embedded default: `DATA_DIR/blobs`). A put is written to a
+ * temporary file in the same tree and renamed into place only when complete, so a blob is either
+ * all there or absent. Its upload and download URLs are this service's own signed URLs.
+ */
+export class FileSystemBlobStore implements BlobStore {
+  private readonly root: string;
+  private readonly tempDir: string;
+
+  constructor(
+    rootDir: string,
+    private readonly urls: LocalBlobUrls,
+  ) {
+    this.root = resolve(rootDir);
+    this.tempDir = join(this.root, TEMP_DIR);
+  }
+
+  async put(
+    key: string,
+    body: Readable,
+    options: { maxBytes: number | null; contentType?: string },
+  ): Promise<{ size: number }> {
+    const target = this.pathOf(key);
+    await mkdir(this.tempDir, { recursive: true });
+    const temp = join(this.tempDir, `${randomUUID()}.part`);
+    try {
+      const counter = new ByteCounter(options.maxBytes);
+      // The file exists before any byte flows, so the clean-up below always has it to remove. The
+      // stream closes it, flushed to disk first so that a renamed blob is whole after a crash.
+      const file = await open(temp, "wx", 0o600);
+      await pipeline(body, counter, file.createWriteStream({ flush: true }));
+      await this.moveIntoPlace(temp, target);
+      return { size: counter.bytes };
+    } catch (error) {
+      body.destroy();
+      await rm(temp, { force: true });
+      throw error;
+    }
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    const path = this.pathOf(key);
+    if (range) checkRange(range);
+    const file = await open(path, "r").catch((error: NodeJS.ErrnoException) => {
+      throw isMissing(error) ? new BlobNotFoundError(key) : error;
+    });
+    try {
+      const { size } = await file.stat();
+      if (!range) return file.createReadStream();
+      if (range.start >= size)
+        throw new RangeError(`range ${range.start}-${range.end} not satisfiable: size ${size}`);
+      return file.createReadStream({ start: range.start, end: Math.min(range.end, size - 1) });
+    } catch (error) {
+      await file.close();
+      throw error;
+    }
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
+    try {
+      const info = await stat(this.pathOf(key));
+      return info.isFile() ? { size: info.size } : null;
+    } catch (error) {
+      if (isMissing(error as NodeJS.ErrnoException)) return null;
+      throw error;
+    }
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    const paths = keys.map((key) => this.pathOf(key));
+    for (const path of paths) {
+      await rm(path, { force: true });
+      await this.removeEmptyParents(path);
+    }
+  }
+
+  async uploadUrl(key: string, options: UploadUrlOptions): Promise<PresignedRequest> {
+    this.pathOf(key);
+    return this.urls.upload(key, options);
+  }
+
+  async downloadUrl(key: string, options: DownloadUrlOptions): Promise<string> {
+    this.pathOf(key);
+    return this.urls.download(key, options);
+  }
+
+  /** Writes and removes a probe file, so a read-only or full disk answers with an error. */
+  async ping(): Promise<void> {
+    await mkdir(this.tempDir, { recursive: true });
+    await access(this.root, constants.W_OK);
+    const probe = join(this.tempDir, `${randomUUID()}.ping`);
+    try {
+      await writeFile(probe, "ping", { flag: "wx" });
+    } finally {
+      await rm(probe, { force: true });
+    }
+  }
+
+  /** The file of a key: relative, inside the root, no `.`/`..` or empty segments, not in the temp area. */
+  private pathOf(key: string): string {
+    const segments = key.split("/");
+    if (
+      key.length === 0 ||
+      key.length > 1024 ||
+      isAbsolute(key) ||
+      /[\\\0]/.test(key) ||
+      segments.some((s) => s === "" || s === "." || s === "..") ||
+      segments[0] === TEMP_DIR
+    )
+      throw new Error(`invalid blob key ${JSON.stringify(key)}`);
+    const path = join(this.root, ...segments);
+    const inside = relative(this.root, path);
+    if (inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside))
+      throw new Error(`invalid blob key ${JSON.stringify(key)}`);
+    return path;
+  }
+
+  /** Renames atomically; a delete may have removed the (empty) directory meanwhile, so recreate it and retry. */
+  private async moveIntoPlace(temp: string, target: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      await mkdir(dirname(target), { recursive: true });
+      try {
+        await rename(temp, target);
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 5) throw error;
+      }
+    }
+  }
+
+  /** Removes the directories a key left empty, up to (not including) the root. */
+  private async removeEmptyParents(path: string): Promise<void> {
+    for (let dir = dirname(path); dir !== this.root && dir.startsWith(this.root + sep); dir = dirname(dir)) {
+      try {
+        await rmdir(dir);
+      } catch {
+        return; // not empty (or already gone): stop here
+      }
+    }
+  }
+}
+
+function isMissing(error: NodeJS.ErrnoException): boolean {
+  return error.code === "ENOENT" || error.code === "ENOTDIR";
+}

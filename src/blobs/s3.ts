@@ -1,0 +1,221 @@
+import { pipeline, type Readable } from "node:stream";
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { ByteCounter, checkRange } from "./filesystem.js";
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  type ByteRange,
+  type DownloadUrlOptions,
+  type PresignedRequest,
+  type UploadUrlOptions,
+} from "./port.js";
+
+export interface S3BlobStoreOptions {
+  bucket: string;
+  /** An S3-compatible service (MinIO, R2, …); unset: AWS. */
+  endpoint?: string;
+  /** Unset: the AWS default chain (AWS_REGION, profile), or us-east-1 with a custom endpoint. */
+  region?: string;
+  forcePathStyle?: boolean;
+  /** Unset: the AWS default credential chain. */
+  credentials?: S3ClientConfig["credentials"];
+}
+
+/** Multipart upload: each part is buffered, so a put holds at most about (queueSize + 1) × partSize. */
+const PART_SIZE = 8 * 1024 * 1024;
+const QUEUE_SIZE = 4;
+/** DeleteObjects takes at most this many keys a request. */
+const DELETE_BATCH = 1000;
+/** SigV4 presigned URLs live at most a week. */
+const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+
+/**
+ * Blobs in an S3 bucket. Puts stream through lib-storage's multipart Upload (bounded memory);
+ * upload and download URLs are real S3 presigned URLs, so file data never passes through this service.
+ */
+export class S3BlobStore implements BlobStore {
+  readonly client: S3Client;
+  private readonly bucket: string;
+
+  constructor(options: S3BlobStoreOptions) {
+    this.bucket = options.bucket;
+    this.client = new S3Client({
+      region: options.region ?? (options.endpoint ? (process.env.AWS_REGION ?? "us-east-1") : undefined),
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      ...(options.forcePathStyle !== undefined ? { forcePathStyle: options.forcePathStyle } : {}),
+      ...(options.credentials ? { credentials: options.credentials } : {}),
+      // Checksums only where S3 requires them (DeleteObjects). The newer default adds CRC32 trailers
+      // that many S3-compatible services reject, and puts a checksum of the empty body into
+      // presigned PUT URLs, which then refuse every real upload.
+      requestChecksumCalculation: "WHEN_REQUIRED",
+      responseChecksumValidation: "WHEN_REQUIRED",
+    });
+  }
+
+  async put(
+    key: string,
+    body: Readable,
+    options: { maxBytes: number | null; contentType?: string },
+  ): Promise<{ size: number }> {
+    const counter = new ByteCounter(options.maxBytes);
+    let streamError: unknown = null;
+    pipeline(body, counter, (error) => {
+      if (error && streamError === null) streamError = error;
+    });
+    const upload = new Upload({
+      client: this.client,
+      params: {
+        Bucket: this.bucket,
+        Key: key,
+        Body: counter,
+        ...(options.contentType ? { ContentType: options.contentType } : {}),
+      },
+      partSize: PART_SIZE,
+      queueSize: QUEUE_SIZE,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+      return { size: counter.bytes };
+    } catch (error) {
+      counter.destroy();
+      await upload.abort().catch(() => {});
+      if (upload.uploadId) {
+        // lib-storage aborts on failure already; this covers that abort itself having failed.
+        await this.client
+          .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: upload.uploadId }))
+          .catch(() => {});
+      }
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })).catch(() => {});
+      // Prefer the stream's own error (BlobTooLargeError, the source's failure) over what the
+      // Upload reported after it, such as a failed abort.
+      throw streamError ?? counter.errored ?? error;
+    }
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    if (range) checkRange(range);
+    try {
+      const response = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      );
+      return response.Body as Readable;
+    } catch (error) {
+      if (isNotFound(error)) throw new BlobNotFoundError(key);
+      if (statusOf(error) === 416)
+        throw new RangeError(`range ${range?.start}-${range?.end} not satisfiable`);
+      throw error;
+    }
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { size: head.ContentLength ?? 0 };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+      const batch = keys.slice(i, i + DELETE_BATCH);
+      const result = await this.client.send(
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
+      const failed = (result.Errors ?? []).filter((e) => e.Code !== "NoSuchKey");
+      if (failed.length > 0)
+        throw new Error(
+          `could not delete ${failed.length} blob(s): ${failed
+            .slice(0, 5)
+            .map((e) => `${e.Key} (${e.Code})`)
+            .join(", ")}`,
+        );
+    }
+  }
+
+  /** A presigned PUT that signs Content-Type and Content-Length: the client must send exactly those. */
+  async uploadUrl(key: string, options: UploadUrlOptions): Promise<PresignedRequest> {
+    const url = await getSignedUrl(
+      this.client,
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ContentType: options.contentType,
+        ContentLength: options.size,
+      }),
+      {
+        expiresIn: secondsUntil(options.expiresAt),
+        signableHeaders: new Set(["content-type", "content-length"]),
+      },
+    );
+    return { url, method: "PUT", headers: { "content-type": options.contentType } };
+  }
+
+  /** A presigned GET that makes S3 answer as an attachment named `fileName`; honours Range. */
+  async downloadUrl(key: string, options: DownloadUrlOptions): Promise<string> {
+    return getSignedUrl(
+      this.client,
+      new GetObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ResponseContentDisposition: attachment(options.fileName),
+        ResponseContentType: options.contentType,
+      }),
+      { expiresIn: secondsUntil(options.expiresAt) },
+    );
+  }
+
+  async ping(): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}
+
+/** Whole seconds from now until `expiresAt`, within what SigV4 allows (1 s to 7 days). */
+function secondsUntil(expiresAt: Date): number {
+  const seconds = Math.ceil((expiresAt.getTime() - Date.now()) / 1000);
+  return Math.min(Math.max(seconds, 1), MAX_PRESIGN_SECONDS);
+}
+
+/** `attachment` with an ASCII fallback name and the exact UTF-8 name (RFC 6266, RFC 8187). */
+export function attachment(fileName: string): string {
+  const fallback = fileName.replace(/[^\x20-\x7e]/g, "_").replace(/["\\]/g, "_");
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}
+
+function isNotFound(error: unknown): boolean {
+  const name = (error as { name?: string })?.name;
+  return name === "NoSuchKey" || name === "NotFound" || (statusOf(error) === 404 && name !== "NoSuchBucket");
+}

@@ -1,0 +1,73 @@
+import type { Knex } from "knex";
+import { blobKey } from "../blobs/keys.js";
+import type { BlobStore } from "../blobs/port.js";
+import type { CommandDeps } from "../commands/deps.js";
+import { changeTransfer } from "../commands/transfers.js";
+import { AppendSignal } from "../eventstore/catch-up.js";
+import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
+
+const SWEEP_INTERVAL_MS = 1000;
+const BATCH = 100;
+const SYSTEM = { accountId: null, keyId: null };
+
+/**
+ * Moves transfers to `expired` at `expires_at` and deletes file data that is due to go (expired,
+ * deleted, or downloaded out with auto_delete). It works from the read models, which the log keeps
+ * durable, so a restart loses no pending expiry; the deciders make a repeat of either step a no-op,
+ * so several instances may sweep at once.
+ */
+export class Housekeeper {
+  private readonly wakeUp = new AppendSignal();
+  private running = false;
+  private loop: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly deps: CommandDeps,
+    private readonly blobs: BlobStore,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp.notify();
+    await this.loop;
+  }
+
+  /** Sweep now rather than at the next tick (the test clock moved). */
+  wake(): void {
+    this.wakeUp.notify();
+  }
+
+  /** One pass: expire what is due, then purge what is due. Returns how much it did. */
+  async sweep(): Promise<{ expired: number; purged: number }> {
+    const now = this.deps.clock.now();
+    const expiring = await dueForExpiry(this.db, now, BATCH);
+    for (const id of expiring) await changeTransfer(this.deps, id, { type: "ExpireTransfer" }, SYSTEM);
+    const purging = await dueForPurge(this.db, this.deps.clock.now(), BATCH);
+    for (const transfer of purging) {
+      await this.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
+      await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM);
+    }
+    return { expired: expiring.length, purged: purging.length };
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        const { expired, purged } = await this.sweep();
+        // A full batch means more is waiting: go again at once.
+        if (expired === BATCH || purged === BATCH) continue;
+      } catch (error) {
+        this.onError(error);
+      }
+      if (this.running) await this.wakeUp.wait(SWEEP_INTERVAL_MS);
+    }
+  }
+}

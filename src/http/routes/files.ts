@@ -1,0 +1,127 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { statusAt } from "../../../domain/transfer.js";
+import type { LocalBlobUrls } from "../../blobs/local-urls.js";
+import { BlobTooLargeError } from "../../blobs/port.js";
+import { attachment } from "../../blobs/s3.js";
+import { findTransfer } from "../../queries/transfers.js";
+import { HttpError, notFound } from "../errors.js";
+import type { RouteContext } from "../route-context.js";
+import { errors } from "../schemas.js";
+import { fileTooLarge } from "../transfer-upload.js";
+
+const NONE = { auth: "none" as const };
+const tokenParams = z.object({ token: z.string().max(4096) });
+const invalidLink = () => new HttpError(403, "FORBIDDEN", "this link is invalid or has expired");
+
+/** `bytes=a-b`, `bytes=a-` or `bytes=-n` against a blob of `size` bytes; null for no (usable) Range. */
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | "unsatisfiable" | null {
+  if (!header) return null;
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === "" && match[2] === "")) return null;
+  const [, from = "", to = ""] = match;
+  if (from === "") {
+    const suffix = Number(to);
+    if (suffix === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(from);
+  const end = to === "" ? size - 1 : Math.min(Number(to), size - 1);
+  if (start >= size || end < start) return "unsatisfiable";
+  return { start, end };
+}
+
+/**
+ * Decisions 3.16: where blobs live on the local filesystem, the service itself answers the signed
+ * upload and download links that S3 would otherwise answer. The token is the only credential.
+ */
+export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): FastifyPluginAsync {
+  const { db, blobs, clock } = service;
+
+  return async (app) => {
+    // Upload bodies are file data of any type, streamed to the blob store as they come.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser("*", (_request, _payload, done) => done(null));
+    const routes = app.withTypeProvider<ZodTypeProvider>();
+
+    routes.put(
+      "/v1/uploads/:token",
+      {
+        config: NONE,
+        schema: {
+          tags: ["transfers"],
+          summary: "Upload one file of a presigned transfer (signed link, no Authorization)",
+          params: tokenParams,
+          response: {
+            200: z.object({ file_id: z.string(), size: z.number().int() }),
+            ...errors(403, 410, 413),
+          },
+        },
+      },
+      async (request, reply) => {
+        const claims = urls.uploadClaims(request.params.token, clock.now());
+        if (!claims) throw invalidLink();
+        const [, transferId = "", fileId = ""] = claims.key.split("/");
+        const transfer = await findTransfer(db, transferId);
+        const status =
+          transfer &&
+          statusAt(transfer.status, new Date(transfer.expires_at).toISOString(), clock.now().toISOString());
+        if (status !== "pending") {
+          reply.header("connection", "close");
+          throw new HttpError(410, "GONE", "this transfer no longer takes uploads");
+        }
+        try {
+          const { size } = await blobs.put(claims.key, request.raw, {
+            maxBytes: claims.size,
+            contentType: claims.ct,
+          });
+          return { file_id: fileId, size };
+        } catch (error) {
+          if (!(error instanceof BlobTooLargeError)) throw error;
+          reply.header("connection", "close");
+          throw fileTooLarge(`the body is larger than the declared ${claims.size} bytes`);
+        }
+      },
+    );
+
+    routes.get(
+      "/v1/files/:token",
+      {
+        config: NONE,
+        schema: {
+          tags: ["transfers"],
+          summary: "Download one file (signed link from the download endpoint, honours Range)",
+          params: tokenParams,
+        },
+      },
+      async (request, reply) => {
+        const claims = urls.downloadClaims(request.params.token, clock.now());
+        if (!claims) throw invalidLink();
+        const stat = await blobs.stat(claims.key);
+        if (!stat) throw notFound("file");
+        const range = parseRange(request.headers.range, stat.size);
+        if (range === "unsatisfiable") {
+          reply.header("content-range", `bytes */${stat.size}`);
+          throw new HttpError(416, "RANGE_NOT_SATISFIABLE", `the file has ${stat.size} bytes`);
+        }
+        reply
+          .header("accept-ranges", "bytes")
+          .header("content-type", claims.ct)
+          .header("content-disposition", attachment(claims.fn));
+        if (range) {
+          reply
+            .status(206)
+            .header("content-range", `bytes ${range.start}-${range.end}/${stat.size}`)
+            .header("content-length", range.end - range.start + 1);
+          return reply.send(await blobs.get(claims.key, range));
+        }
+        reply.header("content-length", stat.size);
+        return reply.send(stat.size === 0 ? "" : await blobs.get(claims.key));
+      },
+    );
+  };
+}

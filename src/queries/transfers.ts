@@ -1,0 +1,134 @@
+import type { Knex } from "knex";
+import type {
+  TransferEncryption,
+  TransferFile,
+  TransferMode,
+  TransferStatus,
+} from "../../domain/transfer.js";
+
+export interface TransferRow {
+  id: string;
+  mode: TransferMode;
+  sender: string;
+  sender_account_id: string;
+  sender_agent_id: string | null;
+  recipient: string;
+  recipient_account_id: string;
+  recipient_agent_id: string | null;
+  status: TransferStatus;
+  files: TransferFile[];
+  file_count: number;
+  total_size: number;
+  max_downloads: number;
+  downloads: number;
+  auto_delete: boolean;
+  is_encrypted: boolean;
+  message: string | null;
+  metadata: Record<string, unknown>;
+  encryption: TransferEncryption;
+  created_at: Date;
+  expires_at: Date;
+  created_position: string;
+  files_deleted: boolean;
+  purge_after: Date | null;
+}
+
+const TRANSFER_ID = /^tr_[0-9A-Za-z]{24}$/;
+
+/** A transfer the caller's account may see (sender or recipient side); anything else is "not found". */
+export async function findVisibleTransfer(
+  db: Knex,
+  id: string,
+  accountId: string,
+): Promise<TransferRow | undefined> {
+  if (!TRANSFER_ID.test(id)) return undefined;
+  const row = await db<TransferRow>("transfers").where({ id }).first();
+  if (!row || row.status === "deleted") return undefined;
+  return row.sender_account_id === accountId || row.recipient_account_id === accountId ? row : undefined;
+}
+
+export async function findTransfer(db: Knex, id: string): Promise<TransferRow | undefined> {
+  if (!TRANSFER_ID.test(id)) return undefined;
+  return db<TransferRow>("transfers").where({ id }).first();
+}
+
+export interface TransferListQuery {
+  accountId: string;
+  direction: "sent" | "received" | null;
+  /** Statuses as stored; a live transfer past its expiry is stored as live but reads as expired. */
+  status: TransferStatus | null;
+  now: Date;
+  limit: number;
+  offset: number;
+}
+
+/** Transfers of an account, newest first, with the effective status filter applied in SQL. */
+export async function listTransfers(
+  db: Knex,
+  q: TransferListQuery,
+): Promise<{ rows: TransferRow[]; total: number }> {
+  const base = db<TransferRow>("transfers").whereNot({ status: "deleted" });
+  if (q.direction === "sent") base.where({ sender_account_id: q.accountId });
+  else if (q.direction === "received") base.where({ recipient_account_id: q.accountId });
+  else
+    base.where((w) =>
+      w.where({ sender_account_id: q.accountId }).orWhere({ recipient_account_id: q.accountId }),
+    );
+  if (q.status === "expired") {
+    base.where((w) =>
+      w
+        .where({ status: "expired" })
+        .orWhere((live) => live.whereIn("status", ["pending", "active"]).where("expires_at", "<=", q.now)),
+    );
+  } else if (q.status === "pending" || q.status === "active") {
+    base.where({ status: q.status }).where("expires_at", ">", q.now);
+  } else if (q.status) {
+    base.where({ status: q.status });
+  }
+  const [{ count }] = (await base.clone().count({ count: "*" })) as [{ count: string | number }];
+  const rows = await base.orderBy("created_position", "desc").limit(q.limit).offset(q.offset);
+  return { rows, total: Number(count) };
+}
+
+export interface InboxQuery {
+  accountId: string;
+  /** The recipient agent (UUID), or null for every agent of the account. */
+  agentId: string | null;
+  after: string | null;
+  now: Date;
+  limit: number;
+}
+
+/** Incoming pending and active transfers, oldest first, after a cursor position. */
+export async function inboxPage(db: Knex, q: InboxQuery): Promise<TransferRow[]> {
+  const query = db<TransferRow>("transfers")
+    .where({ recipient_account_id: q.accountId })
+    .whereIn("status", ["pending", "active"])
+    .where("expires_at", ">", q.now);
+  if (q.agentId) query.where({ recipient_agent_id: q.agentId });
+  if (q.after) query.where("created_position", ">", q.after);
+  return query.orderBy("created_position").limit(q.limit);
+}
+
+/** Live transfers whose expiry has come. */
+export async function dueForExpiry(db: Knex, now: Date, limit: number): Promise<string[]> {
+  const rows = await db("transfers")
+    .select("id")
+    .whereIn("status", ["pending", "active", "downloaded"])
+    .where("expires_at", "<=", now)
+    .limit(limit);
+  return rows.map((row: { id: string }) => row.id);
+}
+
+/** Transfers whose file data should be gone by now. */
+export async function dueForPurge(
+  db: Knex,
+  now: Date,
+  limit: number,
+): Promise<Pick<TransferRow, "id" | "files">[]> {
+  return db<TransferRow>("transfers")
+    .select("id", "files")
+    .where({ files_deleted: false })
+    .where("purge_after", "<=", now)
+    .limit(limit);
+}

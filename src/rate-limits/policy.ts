@@ -1,0 +1,58 @@
+/**
+ * Rate limits per API key (interface spec section 8, decisions 3.15): fixed one-minute windows;
+ * each row of the spec's table is a bucket of its own per key, and every other authenticated
+ * endpoint shares one default bucket per key.
+ */
+export const RATE_LIMIT_WINDOW_MS = 60_000;
+
+export interface RateLimitRule {
+  /** Names the bucket within one key: stable, it is part of the counter keys. */
+  name: string;
+  /** Requests per window. */
+  limit: number;
+}
+
+export interface RateLimitRow extends RateLimitRule {
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** The fastify route pattern; parameter names do not matter (`:id` and `:transfer_id` match alike). */
+  route: string;
+}
+
+export const RATE_LIMIT_ROWS: readonly RateLimitRow[] = [
+  { name: "transfers.create", method: "POST", route: "/v1/transfers", limit: 60 },
+  { name: "transfers.list", method: "GET", route: "/v1/transfers", limit: 120 },
+  { name: "transfers.get", method: "GET", route: "/v1/transfers/:id", limit: 120 },
+  { name: "transfers.download", method: "GET", route: "/v1/transfers/:id/download", limit: 30 },
+  { name: "transfers.delete", method: "DELETE", route: "/v1/transfers/:id", limit: 30 },
+  { name: "api-keys.create", method: "POST", route: "/v1/accounts/:account_id/api-keys", limit: 10 },
+  {
+    name: "api-keys.revoke",
+    method: "DELETE",
+    route: "/v1/accounts/:account_id/api-keys/:key_id",
+    limit: 10,
+  },
+];
+
+/** Every authenticated endpoint not in the table: one bucket per key, shared by all of them. */
+export const DEFAULT_RATE_LIMIT: RateLimitRule = { name: "default", limit: 600 };
+
+/** `/v1/transfers/:transfer_id(^\\d+$)/download` → `/v1/transfers/:/download`. */
+const routeShape = (route: string): string =>
+  route
+    .split("/")
+    .map((segment) => (segment.startsWith(":") ? ":" : segment))
+    .join("/")
+    .replace(/\/+$/, "");
+
+const rowsByShape = new Map(RATE_LIMIT_ROWS.map((row) => [`${row.method} ${routeShape(row.route)}`, row]));
+
+/**
+ * The rule for a request, by its method and the pattern of the route that matched it (fastify's
+ * `request.routeOptions.url`), never the raw URL: `/v1/transfers/inbox` is its own route, not a
+ * transfer id. HEAD counts as the GET it mirrors.
+ */
+export function rateLimitRule(method: string, routePattern: string): RateLimitRule {
+  const verb = method.toUpperCase() === "HEAD" ? "GET" : method.toUpperCase();
+  const row = rowsByShape.get(`${verb} ${routeShape(routePattern)}`) ?? DEFAULT_RATE_LIMIT;
+  return { name: row.name, limit: row.limit };
+}

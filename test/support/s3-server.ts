@@ -1,0 +1,142 @@
+import { createReadStream } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+
+/** The part of @20minutes/s3rver (a maintained fork of s3rver, untyped) that the tests use. */
+interface S3rver {
+  middleware: KoaMiddleware[];
+  store: FilesystemStore;
+  run(): Promise<AddressInfo>;
+  close(): Promise<void>;
+}
+
+interface StoredObject {
+  content: Readable | null;
+  range?: { start: number; end: number };
+}
+
+interface FilesystemStore {
+  getObject(
+    bucket: string,
+    key: string,
+    options?: { start?: number; end?: number },
+  ): Promise<StoredObject | null>;
+  getResourcePath(bucket: string, key: string, resource: "object"): string;
+}
+
+type KoaMiddleware = (ctx: { path: string; headers: object }, next: () => Promise<void>) => Promise<void>;
+
+interface SignatureV4 {
+  getStringToSign(
+    canonicalRequest: { uri: string; querystring: string; headers: object },
+    request: unknown,
+  ): string;
+}
+
+type S3rverConstructor = new (options: {
+  address: string;
+  port: number;
+  directory: string;
+  silent: boolean;
+  vhostBuckets: boolean;
+  configureBuckets: { name: string }[];
+}) => S3rver;
+
+export interface TestS3Server {
+  endpoint: string;
+  bucket: string;
+  region: string;
+  /** The server's fixed key pair; it checks SigV4 signatures, presigned URLs included. */
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  stop(): Promise<void>;
+}
+
+const require = createRequire(import.meta.url);
+
+/** The path of each request as sent, by its headers object (which the signature check is given). */
+const requestPaths = new WeakMap<object, string>();
+let signaturesFixed = false;
+
+/**
+ * Two places where s3rver's SigV4 check departs from SigV4, so that it rejects correctly signed
+ * requests: it drops the trailing slash of a bucket-level path (`/bucket/`, as the AWS SDK sends
+ * HeadBucket and DeleteObjects), and it encodes query values with encodeURIComponent, which leaves
+ * `!'()*` as they are (a presigned `response-content-disposition` with `filename*=UTF-8''…`).
+ */
+function fixSignatureCheck(): void {
+  if (signaturesFixed) return;
+  signaturesFixed = true;
+  const v4 = require("@20minutes/s3rver/lib/signature/v4.js") as SignatureV4;
+  const original = v4.getStringToSign.bind(v4);
+  v4.getStringToSign = (canonicalRequest, request) => {
+    const path = requestPaths.get(canonicalRequest.headers);
+    const uri =
+      path?.endsWith("/") && !canonicalRequest.uri.endsWith("/")
+        ? `${canonicalRequest.uri}/`
+        : canonicalRequest.uri;
+    const querystring = canonicalRequest.querystring.replace(
+      /[!'()*]/g,
+      (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+    );
+    return original({ ...canonicalRequest, uri, querystring }, request);
+  };
+}
+
+/** s3rver reads `Range: bytes=0-0` as the whole object (it takes an end of 0 for none); serve the one byte. */
+function fixFirstByteRange(store: FilesystemStore): void {
+  const getObject = store.getObject.bind(store);
+  store.getObject = async (bucket, key, options) => {
+    const object = await getObject(bucket, key, options);
+    if (options?.end === 0 && (options.start ?? 0) === 0 && object?.content) {
+      object.content.destroy();
+      object.content = createReadStream(store.getResourcePath(bucket, key, "object"), { start: 0, end: 0 });
+      object.range = { start: 0, end: 0 };
+    }
+    return object;
+  };
+}
+
+/**
+ * An S3-compatible server in this process on 127.0.0.1 and a free port, storing under a temp dir,
+ * with one bucket. It verifies SigV4 signatures (headers and presigned query), and does multipart
+ * uploads and Range; it has no AbortMultipartUpload or ListMultipartUploads.
+ */
+export async function startS3Server(bucket = "handoff-test"): Promise<TestS3Server> {
+  const S3rver = require("@20minutes/s3rver") as S3rverConstructor;
+  fixSignatureCheck();
+  const dir = await mkdtemp(join(tmpdir(), "handoff-s3-"));
+  const removeDir = () => rm(dir, { recursive: true, force: true });
+  const server = new S3rver({
+    address: "127.0.0.1",
+    port: 0,
+    directory: dir,
+    silent: true,
+    vhostBuckets: false,
+    configureBuckets: [{ name: bucket }],
+  });
+  fixFirstByteRange(server.store);
+  server.middleware.unshift(async (ctx, next) => {
+    requestPaths.set(ctx.headers, ctx.path);
+    await next();
+  });
+  try {
+    const { port } = await server.run();
+    return {
+      endpoint: `http://127.0.0.1:${port}`,
+      bucket,
+      region: "us-east-1",
+      credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+      async stop() {
+        await server.close();
+        await removeDir();
+      },
+    };
+  } catch (error) {
+    await removeDir();
+    throw error;
+  }
+}
