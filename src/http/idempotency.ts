@@ -34,6 +34,15 @@ function scopeOf(request: FastifyRequest): string {
   }
 }
 
+/**
+ * What "the same body" means: the parsed JSON body; for a streamed multipart upload, which is read
+ * only after this check, its length (the boundary differs on every request, the length does not).
+ */
+function fingerprint(request: FastifyRequest): string {
+  if (request.body !== undefined) return JSON.stringify(request.body);
+  return `streamed body of ${request.headers["content-length"] ?? "unknown"} bytes`;
+}
+
 const conflict = (message: string) => new HttpError(409, "IDEMPOTENCY_CONFLICT", message);
 
 /**
@@ -51,9 +60,7 @@ export function registerIdempotency(app: FastifyInstance, db: Knex, clock: Clock
       throw validationError("Idempotency-Key must be 1 to 255 characters", "headers.idempotency-key");
     }
     const scope = scopeOf(request);
-    const requestHash = sha256Hex(
-      `${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`,
-    );
+    const requestHash = sha256Hex(`${request.method} ${request.url}\n${fingerprint(request)}`);
     const now = clock.now();
     await db("idempotency_records")
       .where({ scope, key })
