@@ -7,6 +7,7 @@ export type DomainErrorCode =
   | "FILES_MISSING"
   | "FORBIDDEN"
   | "GONE"
+  | "INVITE_RATE_LIMIT"
   | "KEY_LIMIT_REACHED"
   | "NOT_FOUND"
   | "QUOTA_EXCEEDED"

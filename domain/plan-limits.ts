@@ -7,6 +7,8 @@ export interface PlanLimits {
   maxAgents: number | null;
   maxConnections: number | null;
   maxApiKeys: number | null;
+  /** Transfers a day to people without an account (spec section 8: 5). */
+  invitesPerDay: number;
 }
 
 export function withinLimit(current: number, limit: number | null): boolean {

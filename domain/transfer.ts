@@ -3,7 +3,13 @@ import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
 export const TRANSFER_MODES = ["agent-to-agent", "agent-to-human", "human-to-agent"] as const;
 export type TransferMode = (typeof TRANSFER_MODES)[number];
 
-export type TransferStatus = "pending" | "active" | "downloaded" | "expired" | "deleted";
+export type TransferStatus =
+  | "pending"
+  | "pending_recipient"
+  | "active"
+  | "downloaded"
+  | "expired"
+  | "deleted";
 
 export interface TransferFile {
   fileId: string;
@@ -29,8 +35,23 @@ export interface TransferParties {
   senderAccountId: string;
   senderAgentId: string | null;
   recipient: string;
-  recipientAccountId: string;
+  /** Null for a human recipient without an account. */
+  recipientAccountId: string | null;
   recipientAgentId: string | null;
+}
+
+/** A human recipient of an agent-to-human transfer, as far as the service knows them. */
+export interface HumanRecipient {
+  registered: boolean;
+  hasReceivingKey: boolean;
+}
+
+/** Why a transfer waits for its human recipient (spec 4.9's encryption rules). */
+export type PendingReason = "recipient_not_registered" | "recipient_has_no_receiving_key";
+
+/** File data encrypted at rest under a data key that only the server-key-wrapped copy unlocks. */
+export interface AtRestEncryption {
+  wrappedDataKey: string;
 }
 
 export interface TransferTerms {
@@ -48,7 +69,9 @@ export type TransferEvent =
       data: TransferParties &
         TransferTerms & {
           transferId: string;
-          status: "pending" | "active";
+          status: "pending" | "pending_recipient" | "active";
+          pendingReason: PendingReason | null;
+          atRest: AtRestEncryption | null;
           files: TransferFile[];
           encryption: TransferEncryption;
           createdAt: string;
@@ -67,6 +90,9 @@ export type TransferCommand =
       transferId: string;
       presigned: boolean;
       parties: TransferParties;
+      /** Present for agent-to-human transfers. */
+      human: HumanRecipient | null;
+      atRest: AtRestEncryption | null;
       terms: TransferTerms;
       files: TransferFile[];
       encryption: TransferEncryption;
@@ -95,7 +121,7 @@ export interface TransferState {
 }
 
 /** States that end by time: past `expires_at` each of them reads as expired. */
-const EXPIRING: TransferStatus[] = ["pending", "active", "downloaded"];
+export const EXPIRING_STATUSES: TransferStatus[] = ["pending", "pending_recipient", "active", "downloaded"];
 
 function expired(state: TransferState, now: string): boolean {
   return Date.parse(now) >= Date.parse(state.expiresAt);
@@ -103,19 +129,30 @@ function expired(state: TransferState, now: string): boolean {
 
 /** The status a reader sees at `now`: past `expires_at` it is expired, swept or not (decisions 3.13). */
 export function statusAt(status: TransferStatus, expiresAt: string, now: string): TransferStatus {
-  return EXPIRING.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
+  return EXPIRING_STATUSES.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
 }
 
 function decide(command: TransferCommand, state: TransferState): Decision<TransferEvent> {
   if (command.type === "CreateTransfer") {
     if (state.exists) return refuse("CONFLICT", "this transfer already exists");
-    const { transferId, presigned, parties, terms, files, encryption, now } = command;
+    const { transferId, presigned, parties, human, atRest, terms, files, encryption, now } = command;
+    const pendingReason: PendingReason | null =
+      human === null || human.hasReceivingKey
+        ? null
+        : human.registered
+          ? "recipient_has_no_receiving_key"
+          : "recipient_not_registered";
+    if (pendingReason && !atRest) {
+      return refuse("CONFLICT", "a transfer held for its recipient must be encrypted at rest by the server");
+    }
     return [
       {
         type: "TransferCreated",
         data: {
           transferId,
-          status: presigned ? "pending" : "active",
+          status: pendingReason ? "pending_recipient" : presigned ? "pending" : "active",
+          pendingReason,
+          atRest,
           ...parties,
           ...terms,
           files,
@@ -148,8 +185,11 @@ function decide(command: TransferCommand, state: TransferState): Decision<Transf
       return [{ type: "TransferActivated", data: { activatedAt: command.now } }];
     }
     case "RecordDownload": {
-      if (state.status === "pending" && !expired(state, command.now)) {
-        return refuse("TRANSFER_PENDING", "this transfer's upload has not been confirmed yet");
+      if (
+        (state.status === "pending" || state.status === "pending_recipient") &&
+        !expired(state, command.now)
+      ) {
+        return refuse("TRANSFER_PENDING", "this transfer is not ready for download yet");
       }
       if (state.status !== "active" || expired(state, command.now)) {
         return refuse("GONE", "this transfer has expired or reached its download limit");

@@ -7,17 +7,23 @@ import type { PlanLimits } from "./plan-limits.js";
  * the transfer's own event, so two parallel uploads cannot both take the last slot.
  */
 export type UsageEvent =
-  | { type: "TransferCounted"; data: { transferId: string; period: string; bytes: number } }
+  | {
+      type: "TransferCounted";
+      /** `inviteDay`: the UTC day, when the transfer invites a recipient who has no account. */
+      data: { transferId: string; period: string; bytes: number; inviteDay?: string | null };
+    }
   | { type: "StorageReleased"; data: { transferId: string; bytes: number } };
 
 export type UsageCommand =
-  | { type: "CountTransfer"; transferId: string; period: string; bytes: number }
+  | { type: "CountTransfer"; transferId: string; period: string; bytes: number; inviteDay: string | null }
   | { type: "ReleaseStorage"; transferId: string };
 
 export interface UsageState {
   /** Transfers counted per billing period (its start date). */
   transfersByPeriod: Record<string, number>;
   storageBytes: number;
+  /** Invitations to people without an account, per UTC day. */
+  invitesByDay: Record<string, number>;
   /** Bytes held per live transfer. */
   held: Record<string, number>;
 }
@@ -37,8 +43,16 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
       if (limits.storageBytes !== null && state.storageBytes + command.bytes > limits.storageBytes) {
         return refuse("STORAGE_FULL", `storage is full: the plan allows ${limits.storageBytes} bytes`);
       }
-      const { transferId, period, bytes } = command;
-      return [{ type: "TransferCounted", data: { transferId, period, bytes } }];
+      const { transferId, period, bytes, inviteDay } = command;
+      if (inviteDay !== null && (state.invitesByDay[inviteDay] ?? 0) >= limits.invitesPerDay) {
+        return refuse(
+          "INVITE_RATE_LIMIT",
+          `at most ${limits.invitesPerDay} transfers a day to people without an account`,
+        );
+      }
+      return [
+        { type: "TransferCounted", data: { transferId, period, bytes, ...(inviteDay ? { inviteDay } : {}) } },
+      ];
     }
     case "ReleaseStorage": {
       const bytes = state.held[command.transferId];
@@ -53,8 +67,11 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
 function evolve(state: UsageState, event: UsageEvent): UsageState {
   switch (event.type) {
     case "TransferCounted": {
-      const { transferId, period, bytes } = event.data;
+      const { transferId, period, bytes, inviteDay } = event.data;
       return {
+        invitesByDay: inviteDay
+          ? { ...state.invitesByDay, [inviteDay]: (state.invitesByDay[inviteDay] ?? 0) + 1 }
+          : state.invitesByDay,
         transfersByPeriod: {
           ...state.transfersByPeriod,
           [period]: (state.transfersByPeriod[period] ?? 0) + 1,
@@ -73,7 +90,7 @@ function evolve(state: UsageState, event: UsageEvent): UsageState {
 }
 
 export const usageDecider: Decider<UsageCommand, UsageEvent, UsageState, UsageContext> = {
-  initialState: () => ({ transfersByPeriod: {}, storageBytes: 0, held: {} }),
+  initialState: () => ({ transfersByPeriod: {}, storageBytes: 0, invitesByDay: {}, held: {} }),
   evolve,
   decide,
 };

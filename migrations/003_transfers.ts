@@ -13,9 +13,10 @@ export async function up(knex: Knex): Promise<void> {
       sender_account_id uuid not null,
       sender_agent_id uuid,
       recipient text not null,
-      recipient_account_id uuid not null,
+      recipient_account_id uuid,
       recipient_agent_id uuid,
       status text not null,
+      pending_reason text,
       files jsonb not null,
       file_count integer not null,
       total_size bigint not null,
@@ -35,7 +36,7 @@ export async function up(knex: Knex): Promise<void> {
     create index transfers_sent on transfers (sender_account_id, created_position);
     create index transfers_received on transfers (recipient_account_id, created_position);
     create index transfers_inbox on transfers (recipient_agent_id, created_position);
-    create index transfers_live_by_expiry on transfers (expires_at) where status in ('pending', 'active', 'downloaded');
+    create index transfers_live_by_expiry on transfers (expires_at) where status in ('pending', 'pending_recipient', 'active', 'downloaded');
     create index transfers_to_purge on transfers (purge_after) where not files_deleted;
 
     create table account_usage (

@@ -23,6 +23,7 @@ export const transfersProjection = categoryProjection<TransferEvent>({
           recipient_account_id: d.recipientAccountId,
           recipient_agent_id: d.recipientAgentId,
           status: d.status,
+          pending_reason: d.pendingReason ?? null,
           files: JSON.stringify(d.files),
           file_count: d.files.length,
           total_size: d.files.reduce((sum, file) => sum + file.size, 0),

@@ -53,6 +53,9 @@ export interface Config {
   databaseUrl: string | null;
   eventStoreUrl: string | null;
   redisUrl: string | null;
+  /** SMTP server URL, or null for the outbox folder. */
+  smtpUrl: string | null;
+  mailFrom: string;
   s3: { bucket: string; endpoint: string | null; region: string | null; forcePathStyle: boolean } | null;
   serverKey: Buffer | null;
   adminToken: string | null;
@@ -81,6 +84,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     databaseUrl: c.DATABASE_URL ?? null,
     eventStoreUrl: c.EVENTSTORE_URL ?? null,
     redisUrl: c.REDIS_URL ?? null,
+    smtpUrl: c.SMTP_URL ?? null,
+    mailFrom: c.MAIL_FROM ?? "Handoff <no-reply@handoff.invalid>",
     s3: c.S3_BUCKET
       ? {
           bucket: c.S3_BUCKET,

@@ -13,9 +13,12 @@ import { KurrentEventStore } from "./eventstore/kurrent.js";
 import type { EventStore } from "./eventstore/port.js";
 import { PostgresEventStore } from "./eventstore/postgres.js";
 import { Housekeeper } from "./housekeeping/housekeeper.js";
+import { type Mailer, OutboxMailer, SmtpMailer } from "./mail/mailer.js";
 import type { RateLimitCounter } from "./rate-limits/counter.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
+import { invitationMailer } from "./reactors/invitations.js";
+import { Reactor } from "./reactors/reactor.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { loadServerKey } from "./security/server-key.js";
 import { UrlTokens } from "./security/url-tokens.js";
@@ -30,6 +33,7 @@ export interface Service {
   localBlobUrls: LocalBlobUrls | null;
   engine: ProjectionEngine;
   housekeeper: Housekeeper;
+  mailer: Mailer;
   /** Per-API-key rate-limit counts: in Redis with REDIS_URL (shared by instances), else in memory. */
   rateLimits: RateLimitCounter;
   clock: Clock;
@@ -85,12 +89,23 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     console.error("housekeeping failed:", error),
   );
   testClock?.onAdvance(() => housekeeper.wake());
+  const mailer: Mailer = config.smtpUrl
+    ? new SmtpMailer(config.smtpUrl, config.mailFrom)
+    : new OutboxMailer(join(config.dataDir, "outbox"), config.mailFrom);
+  const invitations = new Reactor(
+    "invitations",
+    store,
+    db,
+    invitationMailer(mailer, clock, config.publicBaseUrl),
+    (error) => console.error("sending an invitation failed:", error),
+  );
   const rateLimits: RateLimitCounter = config.redisUrl
     ? await RedisCounter.connect(config.redisUrl)
     : new MemoryCounter();
   if (options.runProjections ?? true) {
     await engine.start();
     housekeeper.start();
+    await invitations.start();
   }
 
   return {
@@ -101,14 +116,17 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     localBlobUrls,
     engine,
     housekeeper,
+    mailer,
     rateLimits,
     clock,
     testClock,
     deps,
     async close() {
+      await invitations.stop();
       await housekeeper.stop();
       await engine.stop();
       await rateLimits.close();
+      mailer.close();
       await store.close();
       await db.destroy();
     },

@@ -2,6 +2,8 @@ import { accountDecider } from "../../domain/account.js";
 import { billingPeriodStart } from "../../domain/billing.js";
 import { streams } from "../../domain/streams.js";
 import {
+  type AtRestEncryption,
+  type HumanRecipient,
   releasesStorage,
   type TransferCommand,
   type TransferEncryption,
@@ -21,6 +23,8 @@ export interface NewTransfer {
   transferId: string;
   presigned: boolean;
   parties: TransferParties;
+  human: HumanRecipient | null;
+  atRest: AtRestEncryption | null;
   terms: TransferTerms;
   files: TransferFile[];
   encryption: TransferEncryption;
@@ -44,6 +48,8 @@ export async function createTransfer(deps: CommandDeps, input: NewTransfer, acto
           transferId: input.transferId,
           period: billingPeriodStart(account.state.createdAt, now),
           bytes,
+          // Spec section 8: sends to people without an account are limited per UTC day.
+          inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
         },
         usage.state,
         { limits: limitsOf(account.state.plan) },

@@ -43,6 +43,7 @@ const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> 
   FILES_MISSING: { status: 400, code: "VALIDATION_ERROR" },
   FORBIDDEN: { status: 403 },
   GONE: { status: 410 },
+  INVITE_RATE_LIMIT: { status: 429 },
   KEY_LIMIT_REACHED: { status: 403 },
   NOT_FOUND: { status: 404 },
   QUOTA_EXCEEDED: { status: 403 },

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
-import type { TransferMode, TransferParties } from "../../domain/transfer.js";
+import { z } from "zod";
+import type { HumanRecipient, TransferMode, TransferParties } from "../../domain/transfer.js";
 import { type AgentRow, findConnectedAgentBySlug } from "../queries/agents.js";
 import { validationError } from "./errors.js";
 
@@ -12,6 +13,8 @@ export interface PartiesInput {
 
 export interface ResolvedParties {
   parties: TransferParties;
+  /** The human recipient of an agent-to-human transfer. */
+  human: HumanRecipient | null;
   senderAgent: AgentRow | null;
   recipientAgent: AgentRow | null;
 }
@@ -31,10 +34,20 @@ export async function resolveParties(
     throw validationError(`sender '${input.sender}' is not a connected agent of this account`, "sender");
   }
   if (input.mode === "agent-to-human") {
-    throw validationError(
-      "agent-to-human transfers need human accounts, which this server does not offer yet",
-      "mode",
-    );
+    if (!z.email().safeParse(input.recipient).success) {
+      throw validationError("the recipient of an agent-to-human transfer is an e-mail address", "recipient");
+    }
+    // Human accounts are not built yet: every human recipient is someone without an account.
+    return {
+      parties: {
+        ...common(input, accountId, senderAgent ?? null),
+        recipientAccountId: null,
+        recipientAgentId: null,
+      },
+      human: { registered: false, hasReceivingKey: false },
+      senderAgent: senderAgent ?? null,
+      recipientAgent: null,
+    };
   }
   const recipientAgent = await findConnectedAgentBySlug(db, accountId, input.recipient);
   if (!recipientAgent) {
@@ -45,15 +58,22 @@ export async function resolveParties(
   }
   return {
     parties: {
-      mode: input.mode,
-      sender: input.sender,
-      senderAccountId: accountId,
-      senderAgentId: senderAgent?.id ?? null,
-      recipient: input.recipient,
+      ...common(input, accountId, senderAgent ?? null),
       recipientAccountId: recipientAgent.account_id,
       recipientAgentId: recipientAgent.id,
     },
+    human: null,
     senderAgent: senderAgent ?? null,
     recipientAgent,
+  };
+}
+
+function common(input: PartiesInput, accountId: string, senderAgent: AgentRow | null) {
+  return {
+    mode: input.mode,
+    sender: input.sender,
+    senderAccountId: accountId,
+    senderAgentId: senderAgent?.id ?? null,
+    recipient: input.recipient,
   };
 }

@@ -41,7 +41,7 @@ export function presentTransfer(row: TransferRow, baseUrl: string, now: Date) {
     url: `${baseUrl}/t/${row.id}`,
     api_url: `${baseUrl}/v1/transfers/${row.id}/download`,
     status: statusAt(row.status, expiresAt, now.toISOString()),
-    pending_reason: null,
+    pending_reason: row.pending_reason,
     mode: row.mode,
     sender: row.sender,
     recipient: row.recipient,

@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
+import { pipeline, type Readable } from "node:stream";
 import type {} from "@fastify/multipart";
 import type { FastifyRequest } from "fastify";
 import type { TransferFile } from "../../domain/transfer.js";
+import { ByteCounter } from "../blobs/filesystem.js";
 import { blobKey } from "../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../blobs/port.js";
+import { EncryptRecords } from "../security/record-cipher.js";
 import { HttpError, validationError } from "./errors.js";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -34,6 +37,8 @@ export const fileTooLarge = (message: string) => new HttpError(413, "FILE_TOO_LA
 export interface ReceivedForm {
   fields: Map<string, string[]>;
   files: TransferFile[];
+  /** The key the files were encrypted under at rest, or null. */
+  dataKey: Buffer | null;
 }
 
 export interface UploadCaps {
@@ -41,6 +46,32 @@ export interface UploadCaps {
   maxFileSize: number | null;
   /** Bytes left in the account's storage, or null when unlimited. */
   storageLeft: number | null;
+}
+
+/**
+ * Decides, when the first file arrives, whether the files are to be encrypted at rest: returns the
+ * data key, or null. It sees the fields sent before that file.
+ */
+export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Buffer | null;
+
+/**
+ * Stores one file part: as it comes, or encrypted at rest under `dataKey`. The size limit always
+ * applies to the bytes the client sent, and the size returned is theirs, not the ciphertext's.
+ */
+async function storeFile(
+  blobs: BlobStore,
+  key: string,
+  file: Readable,
+  contentType: string,
+  maxBytes: number | null,
+  dataKey: Buffer | null,
+): Promise<number> {
+  if (!dataKey) return (await blobs.put(key, file, { maxBytes, contentType })).size;
+  const counter = new ByteCounter(maxBytes);
+  // pipeline() hands back its last stream; an error anywhere (too large included) destroys it.
+  const sealed = pipeline(file, counter, new EncryptRecords(dataKey), () => {});
+  await blobs.put(key, sealed, { maxBytes: null, contentType: "application/octet-stream" });
+  return counter.bytes;
 }
 
 /**
@@ -53,7 +84,9 @@ export async function receiveMultipart(
   blobs: BlobStore,
   transferId: string,
   caps: UploadCaps,
+  atRestKeyFor: AtRestKeyFor,
 ): Promise<ReceivedForm> {
+  let dataKey: Buffer | null | undefined;
   const fields = new Map<string, string[]>();
   const files: TransferFile[] = [];
   let stored = 0;
@@ -79,11 +112,16 @@ export async function receiveMultipart(
         type: part.mimetype || "application/octet-stream",
         encryptionIv: null,
       });
+      if (dataKey === undefined) dataKey = atRestKeyFor(fields);
       try {
-        const { size } = await blobs.put(blobKey(transferId, fileId), part.file, {
+        const size = await storeFile(
+          blobs,
+          blobKey(transferId, fileId),
+          part.file,
+          part.mimetype,
           maxBytes,
-          contentType: part.mimetype,
-        });
+          dataKey,
+        );
         const file = files[files.length - 1];
         if (file) file.size = size;
         stored += size;
@@ -101,5 +139,5 @@ export async function receiveMultipart(
     await blobs.delete(files.map((file) => blobKey(transferId, file.fileId)));
     throw error;
   }
-  return { fields, files };
+  return { fields, files, dataKey: dataKey ?? null };
 }

@@ -1,9 +1,10 @@
 import type { Knex } from "knex";
-import type {
-  TransferEncryption,
-  TransferFile,
-  TransferMode,
-  TransferStatus,
+import {
+  EXPIRING_STATUSES,
+  type TransferEncryption,
+  type TransferFile,
+  type TransferMode,
+  type TransferStatus,
 } from "../../domain/transfer.js";
 
 export interface TransferRow {
@@ -13,9 +14,10 @@ export interface TransferRow {
   sender_account_id: string;
   sender_agent_id: string | null;
   recipient: string;
-  recipient_account_id: string;
+  recipient_account_id: string | null;
   recipient_agent_id: string | null;
   status: TransferStatus;
+  pending_reason: string | null;
   files: TransferFile[];
   file_count: number;
   total_size: number;
@@ -78,12 +80,11 @@ export async function listTransfers(
     base.where((w) =>
       w
         .where({ status: "expired" })
-        .orWhere((live) => live.whereIn("status", ["pending", "active"]).where("expires_at", "<=", q.now)),
+        .orWhere((live) => live.whereIn("status", EXPIRING_STATUSES).where("expires_at", "<=", q.now)),
     );
-  } else if (q.status === "pending" || q.status === "active") {
-    base.where({ status: q.status }).where("expires_at", ">", q.now);
   } else if (q.status) {
     base.where({ status: q.status });
+    if (EXPIRING_STATUSES.includes(q.status)) base.where("expires_at", ">", q.now);
   }
   const [{ count }] = (await base.clone().count({ count: "*" })) as [{ count: string | number }];
   const rows = await base.orderBy("created_position", "desc").limit(q.limit).offset(q.offset);
@@ -114,7 +115,7 @@ export async function inboxPage(db: Knex, q: InboxQuery): Promise<TransferRow[]>
 export async function dueForExpiry(db: Knex, now: Date, limit: number): Promise<string[]> {
   const rows = await db("transfers")
     .select("id")
-    .whereIn("status", ["pending", "active", "downloaded"])
+    .whereIn("status", EXPIRING_STATUSES)
     .where("expires_at", "<=", now)
     .limit(limit);
   return rows.map((row: { id: string }) => row.id);

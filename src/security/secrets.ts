@@ -1,4 +1,12 @@
-import { createCipheriv, createHash, hkdfSync, randomBytes, randomInt, timingSafeEqual } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  hkdfSync,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+} from "node:crypto";
 import { crc32 } from "node:zlib";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -68,11 +76,22 @@ export function newClaimCode(): string {
   return `ADR-${randomString(4, CLAIM_ALPHABET)}-${randomString(4, CLAIM_ALPHABET)}`;
 }
 
+const purposeKey = (serverKey: Buffer, purpose: string) =>
+  Buffer.from(hkdfSync("sha256", serverKey, Buffer.alloc(0), purpose, 32));
+
 /** Seals a secret under a key derived from the server key (AES-256-GCM): `iv.tag.ciphertext`, base64url. */
-export function seal(serverKey: Buffer, purpose: string, plaintext: string): string {
-  const key = Buffer.from(hkdfSync("sha256", serverKey, Buffer.alloc(0), purpose, 32));
+export function seal(serverKey: Buffer, purpose: string, plaintext: string | Buffer): string {
   const iv = randomBytes(12);
-  const cipher = createCipheriv("aes-256-gcm", key, iv);
-  const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
+  const cipher = createCipheriv("aes-256-gcm", purposeKey(serverKey, purpose), iv);
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
   return [iv, cipher.getAuthTag(), ciphertext].map((part) => part.toString("base64url")).join(".");
+}
+
+/** Opens what `seal` sealed for the same purpose; throws when it was altered or sealed otherwise. */
+export function unseal(serverKey: Buffer, purpose: string, sealed: string): Buffer {
+  const [iv, tag, ciphertext] = sealed.split(".").map((part) => Buffer.from(part, "base64url"));
+  if (!iv || !tag || !ciphertext) throw new Error("not a sealed value");
+  const decipher = createDecipheriv("aes-256-gcm", purposeKey(serverKey, purpose), iv);
+  decipher.setAuthTag(tag);
+  return Buffer.concat([decipher.update(ciphertext), decipher.final()]);
 }

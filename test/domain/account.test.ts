@@ -18,6 +18,7 @@ function context(limits: Partial<PlanLimits> = {}): AccountContext {
       transfersPerMonth: null,
       maxFileSize: null,
       storageBytes: null,
+      invitesPerDay: 5,
       maxRetentionSeconds: null,
       maxAgents: null,
       maxConnections: null,

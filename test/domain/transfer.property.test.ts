@@ -133,6 +133,8 @@ function run(scenario: Scenario): Run {
       type: "CreateTransfer",
       transferId: "tr-1",
       presigned: scenario.presigned,
+      human: null,
+      atRest: null,
       parties: {
         mode: "agent-to-agent",
         sender: "sender",

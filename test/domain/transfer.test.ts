@@ -65,6 +65,8 @@ function create(presigned: boolean, overrides: Partial<TransferTerms> = {}): Tra
     transferId: "tr-1",
     presigned,
     parties,
+    human: null,
+    atRest: null,
     terms: terms(overrides),
     files,
     encryption,
@@ -78,6 +80,8 @@ function created(status: "pending" | "active", overrides: Partial<TransferTerms>
     data: {
       transferId: "tr-1",
       status,
+      pendingReason: null,
+      atRest: null,
       ...parties,
       ...terms(overrides),
       files,

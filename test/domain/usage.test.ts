@@ -13,6 +13,7 @@ function context(limits: Partial<PlanLimits> = {}): UsageContext {
       transfersPerMonth: null,
       maxFileSize: null,
       storageBytes: null,
+      invitesPerDay: 5,
       maxRetentionSeconds: null,
       maxAgents: null,
       maxConnections: null,
@@ -37,7 +38,7 @@ describe("usage decider", () => {
   describe("CountTransfer", () => {
     it("counts the first transfer of an account with its period and bytes", () => {
       given(usageDecider, [], context({ transfersPerMonth: 50, storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 100 })
+        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 100, inviteDay: null })
         .then([counted("tr-1", MARCH, 100)]);
     });
 
@@ -53,80 +54,80 @@ describe("usage decider", () => {
 
     it("allows the last transfer below the monthly limit", () => {
       given(usageDecider, many(2, MARCH), context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0 })
+        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
         .then([counted("tr-x", MARCH, 0)]);
     });
 
     it("refuses a transfer once the monthly limit is reached", () => {
       given(usageDecider, many(3, MARCH), context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0 })
+        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("refuses every transfer when the plan allows none", () => {
       given(usageDecider, [], context({ transfersPerMonth: 0 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0 })
+        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("starts a new period at 0: last period's full count does not carry over", () => {
       given(usageDecider, many(3, MARCH), context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: APRIL, bytes: 0 })
+        .when({ type: "CountTransfer", transferId: "tr-x", period: APRIL, bytes: 0, inviteDay: null })
         .then([counted("tr-x", APRIL, 0)]);
     });
 
     it("counts each period on its own: a later period's count does not block an earlier one", () => {
       given(usageDecider, [...many(2, MARCH), ...many(3, APRIL)], context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0 })
+        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
         .then([counted("tr-x", MARCH, 0)]);
     });
 
     it("keeps a transfer counted after its storage is released: deletions and expiries do not give slots back", () => {
       const history = [...many(3, MARCH, 5), released(`${MARCH}-0`, 5), released(`${MARCH}-1`, 5)];
       given(usageDecider, history, context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0 })
+        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("has no monthly limit when the plan's limit is null", () => {
       given(usageDecider, many(200, MARCH), context({ transfersPerMonth: null }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0 })
+        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
         .then([counted("tr-x", MARCH, 0)]);
     });
 
     it("refuses a transfer whose bytes would take the storage past the limit", () => {
       given(usageDecider, [counted("tr-1", MARCH, 900)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 101 })
+        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 101, inviteDay: null })
         .thenRefused("STORAGE_FULL");
     });
 
     it("allows a transfer that fills the storage exactly to the limit", () => {
       given(usageDecider, [counted("tr-1", MARCH, 900)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 100 })
+        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 100, inviteDay: null })
         .then([counted("tr-2", MARCH, 100)]);
     });
 
     it("allows a single transfer exactly the size of the whole storage", () => {
       given(usageDecider, [], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 1000 })
+        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 1000, inviteDay: null })
         .then([counted("tr-1", MARCH, 1000)]);
     });
 
     it("refuses a single transfer larger than the whole storage", () => {
       given(usageDecider, [], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 1001 })
+        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 1001, inviteDay: null })
         .thenRefused("STORAGE_FULL");
     });
 
     it("refuses even one more byte when the storage is exactly full", () => {
       given(usageDecider, [counted("tr-1", MARCH, 1000)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1 })
+        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1, inviteDay: null })
         .thenRefused("STORAGE_FULL");
     });
 
     it("counts storage across periods: held bytes do not reset with the month", () => {
       given(usageDecider, [counted("tr-1", MARCH, 900)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: APRIL, bytes: 101 })
+        .when({ type: "CountTransfer", transferId: "tr-2", period: APRIL, bytes: 101, inviteDay: null })
         .thenRefused("STORAGE_FULL");
     });
 
@@ -136,13 +137,13 @@ describe("usage decider", () => {
         [counted("tr-1", MARCH, 900), released("tr-1", 900)],
         context({ storageBytes: 1000 }),
       )
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1000 })
+        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1000, inviteDay: null })
         .then([counted("tr-2", MARCH, 1000)]);
     });
 
     it("has no storage limit when the plan's limit is null", () => {
       given(usageDecider, [counted("tr-1", MARCH, 10 ** 15)], context({ storageBytes: null }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 10 ** 15 })
+        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 10 ** 15, inviteDay: null })
         .then([counted("tr-2", MARCH, 10 ** 15)]);
     });
 
@@ -152,14 +153,14 @@ describe("usage decider", () => {
         [counted("tr-1", MARCH, 1000)],
         context({ transfersPerMonth: 1, storageBytes: 1000 }),
       )
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1 })
+        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1, inviteDay: null })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("names the limit in the refusal message", () => {
       const state = fold(usageDecider, many(3, MARCH));
       const decision = usageDecider.decide(
-        { type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0 },
+        { type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null },
         state,
         context({ transfersPerMonth: 3 }),
       );

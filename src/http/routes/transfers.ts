@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -9,6 +10,7 @@ import { findAccount } from "../../queries/accounts.js";
 import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
 import { findVisibleTransfer, inboxPage, listTransfers, type TransferRow } from "../../queries/transfers.js";
 import { storageUsed } from "../../queries/usage.js";
+import { seal } from "../../security/secrets.js";
 import { callerAccount } from "../auth.js";
 import { HttpError, notFound, validationError } from "../errors.js";
 import { type ResolvedParties, resolveParties } from "../parties.js";
@@ -36,6 +38,8 @@ const DOWNLOAD_LINK_MS = 15 * 60 * 1000;
 const UPLOAD_LINK_MS = 60 * 60 * 1000;
 const MAX_WAIT_SECONDS = 30;
 const AGENT_HEADER = "x-service-agent";
+/** The purpose a transfer's at-rest data key is sealed for under the server key. */
+export const DATA_KEY_PURPOSE = "transfer-data-key";
 
 const idParams = z.object({ id: z.string() });
 
@@ -156,10 +160,14 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
             : Math.max(0, limits.storageBytes - (await storageUsed(db, caller.accountId)));
         let form: Awaited<ReturnType<typeof receiveMultipart>>;
         try {
-          form = await receiveMultipart(request, blobs, transferId, {
-            maxFileSize: limits.maxFileSize,
-            storageLeft,
-          });
+          // A transfer held for a person without a receiving key is encrypted at rest as it streams in.
+          form = await receiveMultipart(
+            request,
+            blobs,
+            transferId,
+            { maxFileSize: limits.maxFileSize, storageLeft },
+            (fields) => (fields.get("mode")?.[0] === "agent-to-human" ? randomBytes(32) : null),
+          );
         } catch (error) {
           // The rest of the body is not worth reading: close the connection after the answer.
           reply.header("connection", "close");
@@ -190,6 +198,12 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
             recipient: body.recipient,
             recipientAccount: body.recipient_account ?? null,
           });
+          if (resolved.human && !form.dataKey) {
+            throw validationError(
+              "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",
+              "files",
+            );
+          }
           const now = clock.now();
           const result = await createTransfer(
             deps,
@@ -197,6 +211,10 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
               transferId,
               presigned: false,
               parties: resolved.parties,
+              human: resolved.human,
+              atRest: form.dataKey
+                ? { wrappedDataKey: seal(deps.serverKey, DATA_KEY_PURPOSE, form.dataKey) }
+                : null,
               terms: termsOf(body, limits.maxRetentionSeconds, now),
               files,
               encryption: encryptionOf(body, resolved),
@@ -245,6 +263,12 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
           recipient: body.recipient,
           recipientAccount: body.recipient_account ?? null,
         });
+        if (resolved.human) {
+          throw validationError(
+            "agent-to-human transfers go through POST /v1/transfers, so the server can encrypt them for the recipient",
+            "mode",
+          );
+        }
         const now = clock.now();
         const transferId = newTransferId();
         const terms = termsOf(body, limits.maxRetentionSeconds, now);
@@ -261,6 +285,8 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
             transferId,
             presigned: true,
             parties: resolved.parties,
+            human: null,
+            atRest: null,
             terms,
             files,
             encryption: encryptionOf(body, resolved),
@@ -326,7 +352,7 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
           summary: "Transfers sent or received by the caller's account, newest first",
           querystring: z.object({
             direction: z.enum(["sent", "received"]).optional(),
-            status: z.enum(["pending", "active", "downloaded", "expired"]).optional(),
+            status: z.enum(["pending", "pending_recipient", "active", "downloaded", "expired"]).optional(),
             limit: z.coerce.number().int().min(1).max(100).default(20),
             offset: z.coerce.number().int().min(0).default(0),
           }),

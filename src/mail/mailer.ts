@@ -1,0 +1,78 @@
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import nodemailer from "nodemailer";
+
+/** Decisions section 4: every e-mail says what it is in this header. */
+export type EmailType = "invite" | "nudge" | "files-ready";
+
+export interface Email {
+  to: string;
+  subject: string;
+  text: string;
+  type: EmailType;
+}
+
+export interface Mailer {
+  send(email: Email): Promise<void>;
+  close(): void;
+}
+
+function message(from: string, email: Email) {
+  return {
+    from,
+    to: email.to,
+    subject: email.subject,
+    text: email.text,
+    headers: { "X-Service-Email-Type": email.type },
+  };
+}
+
+/**
+ * The embedded default: each e-mail is a complete RFC 5322 message (built by nodemailer) written
+ * to DATA_DIR/outbox as an .eml file, whole or not at all.
+ */
+export class OutboxMailer implements Mailer {
+  private readonly builder = nodemailer.createTransport({
+    streamTransport: true,
+    buffer: true,
+    newline: "unix",
+  });
+
+  constructor(
+    private readonly directory: string,
+    private readonly from: string,
+  ) {}
+
+  async send(email: Email): Promise<void> {
+    const built = await this.builder.sendMail(message(this.from, email));
+    await mkdir(this.directory, { recursive: true });
+    const name = `${new Date().toISOString().replaceAll(":", "-")}-${built.messageId.replace(/[^\w.@-]/g, "")}.eml`;
+    const temp = join(this.directory, `.${name}.tmp`);
+    await writeFile(temp, built.message as Buffer);
+    await rename(temp, join(this.directory, name));
+  }
+
+  close(): void {
+    this.builder.close();
+  }
+}
+
+/** SMTP_URL set: e-mail goes out through that server. */
+export class SmtpMailer implements Mailer {
+  private readonly transport;
+
+  constructor(
+    url: string,
+    private readonly from: string,
+  ) {
+    this.transport = nodemailer.createTransport(url);
+  }
+
+  async send(email: Email): Promise<void> {
+    await this.transport.sendMail(message(this.from, email));
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+}
