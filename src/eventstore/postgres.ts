@@ -31,7 +31,7 @@ function decodePosition(position: Position | null): [string, string] {
 
 interface EventRow {
   global_position: string | number;
-  transaction_id: string;
+  transaction_text: string;
   event_id: string;
   stream_id: string;
   revision: string | number;
@@ -48,12 +48,14 @@ function toRecorded(row: EventRow): RecordedEvent {
     type: row.type,
     data: row.data,
     metadata: row.metadata,
-    position: encodePosition(row.transaction_id, row.global_position),
+    position: encodePosition(row.transaction_text, row.global_position),
   };
 }
 
+// The text form gets its own name: an output column called transaction_id would make ORDER BY
+// transaction_id sort as text ("1000" before "757") instead of by transaction id.
 const EVENT_COLUMNS =
-  "global_position, transaction_id::text as transaction_id, event_id, stream_id, revision, type, data, metadata";
+  "global_position, transaction_id::text as transaction_text, event_id, stream_id, revision, type, data, metadata";
 
 /**
  * The event store on PostgreSQL, through knex: the same code runs on a pg pool and on PGlite.
