@@ -15,7 +15,9 @@ export type AccountEvent =
   | { type: "AgentSlugReserved"; data: { agentId: string; slug: string; keyVersion: number } }
   | { type: "AgentSlugReleased"; data: { agentId: string; slug: string } }
   | { type: "ApiKeyAdded"; data: { keyId: string } }
-  | { type: "ApiKeyRemoved"; data: { keyId: string } };
+  | { type: "ApiKeyRemoved"; data: { keyId: string } }
+  | { type: "ConnectionCounted"; data: { connectionId: string } }
+  | { type: "ConnectionReleased"; data: { connectionId: string } };
 
 export type AccountCommand =
   | { type: "CreateAccount"; accountId: string; email: string; name: string; plan: string; now: string }
@@ -23,7 +25,9 @@ export type AccountCommand =
   | { type: "ReserveAgentSlug"; agentId: string; slug: string }
   | { type: "ReleaseAgentSlug"; agentId: string }
   | { type: "AddApiKey"; keyId: string }
-  | { type: "RemoveApiKey"; keyId: string };
+  | { type: "RemoveApiKey"; keyId: string }
+  | { type: "CountConnection"; connectionId: string }
+  | { type: "ReleaseConnection"; connectionId: string };
 
 export interface AccountState {
   exists: boolean;
@@ -34,6 +38,8 @@ export interface AccountState {
   /** Highest key version ever given to a slug: re-registering it rotates to the next one. */
   keyVersions: Record<string, number>;
   apiKeys: string[];
+  /** Connections that hold one of the plan's connection slots (pending on the inviting side, or active). */
+  connections: string[];
 }
 
 export interface AccountContext {
@@ -87,6 +93,18 @@ function decide(
     case "RemoveApiKey":
       if (!state.apiKeys.includes(command.keyId)) return [];
       return [{ type: "ApiKeyRemoved", data: { keyId: command.keyId } }];
+    case "CountConnection":
+      if (state.connections.includes(command.connectionId)) return [];
+      if (!withinLimit(state.connections.length, context.limits.maxConnections)) {
+        return refuse(
+          "QUOTA_EXCEEDED",
+          `the ${state.plan} plan allows ${context.limits.maxConnections} connections`,
+        );
+      }
+      return [{ type: "ConnectionCounted", data: { connectionId: command.connectionId } }];
+    case "ReleaseConnection":
+      if (!state.connections.includes(command.connectionId)) return [];
+      return [{ type: "ConnectionReleased", data: { connectionId: command.connectionId } }];
     default:
       return unreachable(command);
   }
@@ -112,13 +130,25 @@ function evolve(state: AccountState, event: AccountEvent): AccountState {
       return { ...state, apiKeys: [...state.apiKeys, event.data.keyId] };
     case "ApiKeyRemoved":
       return { ...state, apiKeys: state.apiKeys.filter((id) => id !== event.data.keyId) };
+    case "ConnectionCounted":
+      return { ...state, connections: [...state.connections, event.data.connectionId] };
+    case "ConnectionReleased":
+      return { ...state, connections: state.connections.filter((id) => id !== event.data.connectionId) };
     default:
       return unreachable(event);
   }
 }
 
 export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState, AccountContext> = {
-  initialState: () => ({ exists: false, plan: "", createdAt: "", slugs: {}, keyVersions: {}, apiKeys: [] }),
+  initialState: () => ({
+    exists: false,
+    plan: "",
+    createdAt: "",
+    slugs: {},
+    keyVersions: {},
+    apiKeys: [],
+    connections: [],
+  }),
   evolve,
   decide,
 };

@@ -37,7 +37,8 @@ export type AgentEvent =
     }
   | { type: "AgentConnected"; data: AgentKeys & { keyVersion: number; connectedAt: string } }
   | { type: "AgentUpdated"; data: { changes: Partial<AgentProfile> } }
-  | { type: "AgentDisconnected"; data: { disconnectedAt: string } };
+  | { type: "AgentDisconnected"; data: { disconnectedAt: string } }
+  | { type: "AgentSeen"; data: { at: string } };
 
 export type AgentCommand =
   | {
@@ -55,7 +56,8 @@ export type AgentCommand =
     }
   | { type: "ConnectAgent"; tokenHash: string; keys: AgentKeys; now: string }
   | { type: "UpdateAgent"; accountId: string; changes: Partial<AgentProfile> }
-  | { type: "DisconnectAgent"; accountId: string; now: string };
+  | { type: "DisconnectAgent"; accountId: string; now: string }
+  | { type: "RecordSeen"; now: string };
 
 export type AgentStatus = "pending" | "connected" | "disconnected";
 
@@ -65,7 +67,11 @@ export interface AgentState {
   status: AgentStatus;
   keyVersion: number;
   ticket: ConnectionTicket | null;
+  lastSeenAt: string | null;
 }
+
+/** `last_seen_at` moves at most once a minute: activity, not an event per request. */
+const SEEN_RESOLUTION_MS = 60_000;
 
 /** Compares two hex digests in time independent of where they differ. */
 export type DigestsEqual = (a: string, b: string) => boolean;
@@ -123,6 +129,12 @@ function decide(command: AgentCommand, state: AgentState, context: AgentContext)
       if (state.status === "disconnected") return [];
       return [{ type: "AgentDisconnected", data: { disconnectedAt: command.now } }];
     }
+    case "RecordSeen": {
+      if (!state.exists || state.status !== "connected") return [];
+      const last = state.lastSeenAt === null ? null : Date.parse(state.lastSeenAt);
+      if (last !== null && Date.parse(command.now) - last < SEEN_RESOLUTION_MS) return [];
+      return [{ type: "AgentSeen", data: { at: command.now } }];
+    }
     default:
       return unreachable(command);
   }
@@ -144,6 +156,7 @@ function evolve(state: AgentState, event: AgentEvent): AgentState {
         status: "pending",
         keyVersion: event.data.keyVersion,
         ticket: event.data.ticket,
+        lastSeenAt: null,
       };
     case "AgentConnected":
       // The token is burned for good: a connected agent has no ticket left.
@@ -152,13 +165,22 @@ function evolve(state: AgentState, event: AgentEvent): AgentState {
       return state;
     case "AgentDisconnected":
       return { ...state, status: "disconnected", ticket: null };
+    case "AgentSeen":
+      return { ...state, lastSeenAt: event.data.at };
     default:
       return unreachable(event);
   }
 }
 
 export const agentDecider: Decider<AgentCommand, AgentEvent, AgentState, AgentContext> = {
-  initialState: () => ({ exists: false, accountId: "", status: "pending", keyVersion: 0, ticket: null }),
+  initialState: () => ({
+    exists: false,
+    accountId: "",
+    status: "pending",
+    keyVersion: 0,
+    ticket: null,
+    lastSeenAt: null,
+  }),
   evolve,
   decide,
 };

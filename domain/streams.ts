@@ -4,7 +4,9 @@ export const streams = {
   accountEmail: (emailDigest: string) => `account_email-${emailDigest}`,
   agent: (agentId: string) => `agent-${agentId}`,
   apiKey: (keyId: string) => `api_key-${keyId}`,
+  broadcast: (broadcastId: string) => `broadcast-${broadcastId}`,
   transfer: (transferId: string) => `transfer-${transferId}`,
+  connection: (pair: string) => `connection-${pair}`,
   usage: (accountId: string) => `usage-${accountId}`,
 };
 

@@ -9,23 +9,40 @@ import type { PlanLimits } from "./plan-limits.js";
 export type UsageEvent =
   | {
       type: "TransferCounted";
-      /** `inviteDay`: the UTC day, when the transfer invites a recipient who has no account. */
-      data: { transferId: string; period: string; bytes: number; inviteDay?: string | null };
+      /**
+       * `inviteDay`: the UTC day, when the transfer invites a recipient who has no account.
+       * `expiresAt`: past it the bytes no longer count, whether or not their release is recorded yet.
+       */
+      data: { transferId: string; period: string; bytes: number; inviteDay?: string; expiresAt?: string };
     }
   | { type: "StorageReleased"; data: { transferId: string; bytes: number } };
 
 export type UsageCommand =
-  | { type: "CountTransfer"; transferId: string; period: string; bytes: number; inviteDay: string | null }
+  | {
+      type: "CountTransfer";
+      transferId: string;
+      period: string;
+      bytes: number;
+      inviteDay: string | null;
+      expiresAt: string;
+      now: string;
+    }
   | { type: "ReleaseStorage"; transferId: string };
 
 export interface UsageState {
   /** Transfers counted per billing period (its start date). */
   transfersByPeriod: Record<string, number>;
-  storageBytes: number;
   /** Invitations to people without an account, per UTC day. */
   invitesByDay: Record<string, number>;
-  /** Bytes held per live transfer. */
-  held: Record<string, number>;
+  /** Bytes held per live transfer, and until when. */
+  held: Record<string, { bytes: number; expiresAt: string | null }>;
+}
+
+/** Storage in use at `now` (decisions 3.14): what live transfers hold, expired ones no longer. */
+export function storageInUse(state: UsageState, now: string): number {
+  return Object.values(state.held)
+    .filter((hold) => hold.expiresAt === null || Date.parse(hold.expiresAt) > Date.parse(now))
+    .reduce((sum, hold) => sum + hold.bytes, 0);
 }
 
 export interface UsageContext {
@@ -40,10 +57,13 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
       if (limits.transfersPerMonth !== null && counted >= limits.transfersPerMonth) {
         return refuse("QUOTA_EXCEEDED", `the plan allows ${limits.transfersPerMonth} transfers per month`);
       }
-      if (limits.storageBytes !== null && state.storageBytes + command.bytes > limits.storageBytes) {
+      if (
+        limits.storageBytes !== null &&
+        storageInUse(state, command.now) + command.bytes > limits.storageBytes
+      ) {
         return refuse("STORAGE_FULL", `storage is full: the plan allows ${limits.storageBytes} bytes`);
       }
-      const { transferId, period, bytes, inviteDay } = command;
+      const { transferId, period, bytes, inviteDay, expiresAt } = command;
       if (inviteDay !== null && (state.invitesByDay[inviteDay] ?? 0) >= limits.invitesPerDay) {
         return refuse(
           "INVITE_RATE_LIMIT",
@@ -51,13 +71,16 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
         );
       }
       return [
-        { type: "TransferCounted", data: { transferId, period, bytes, ...(inviteDay ? { inviteDay } : {}) } },
+        {
+          type: "TransferCounted",
+          data: { transferId, period, bytes, ...(inviteDay ? { inviteDay } : {}), expiresAt },
+        },
       ];
     }
     case "ReleaseStorage": {
-      const bytes = state.held[command.transferId];
-      if (bytes === undefined) return [];
-      return [{ type: "StorageReleased", data: { transferId: command.transferId, bytes } }];
+      const hold = state.held[command.transferId];
+      if (hold === undefined) return [];
+      return [{ type: "StorageReleased", data: { transferId: command.transferId, bytes: hold.bytes } }];
     }
     default:
       return unreachable(command);
@@ -67,7 +90,7 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
 function evolve(state: UsageState, event: UsageEvent): UsageState {
   switch (event.type) {
     case "TransferCounted": {
-      const { transferId, period, bytes, inviteDay } = event.data;
+      const { transferId, period, bytes, inviteDay, expiresAt } = event.data;
       return {
         invitesByDay: inviteDay
           ? { ...state.invitesByDay, [inviteDay]: (state.invitesByDay[inviteDay] ?? 0) + 1 }
@@ -76,13 +99,12 @@ function evolve(state: UsageState, event: UsageEvent): UsageState {
           ...state.transfersByPeriod,
           [period]: (state.transfersByPeriod[period] ?? 0) + 1,
         },
-        storageBytes: state.storageBytes + bytes,
-        held: { ...state.held, [transferId]: bytes },
+        held: { ...state.held, [transferId]: { bytes, expiresAt: expiresAt ?? null } },
       };
     }
     case "StorageReleased": {
       const { [event.data.transferId]: _released, ...held } = state.held;
-      return { ...state, storageBytes: state.storageBytes - event.data.bytes, held };
+      return { ...state, held };
     }
     default:
       return unreachable(event);
@@ -90,7 +112,7 @@ function evolve(state: UsageState, event: UsageEvent): UsageState {
 }
 
 export const usageDecider: Decider<UsageCommand, UsageEvent, UsageState, UsageContext> = {
-  initialState: () => ({ transfersByPeriod: {}, storageBytes: 0, invitesByDay: {}, held: {} }),
+  initialState: () => ({ transfersByPeriod: {}, invitesByDay: {}, held: {} }),
   evolve,
   decide,
 };

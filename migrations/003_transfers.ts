@@ -30,12 +30,13 @@ export async function up(knex: Knex): Promise<void> {
       created_at timestamptz not null,
       expires_at timestamptz not null,
       created_position text not null,
+      inbox_position text not null,
       files_deleted boolean not null default false,
       purge_after timestamptz
     );
     create index transfers_sent on transfers (sender_account_id, created_position);
     create index transfers_received on transfers (recipient_account_id, created_position);
-    create index transfers_inbox on transfers (recipient_agent_id, created_position);
+    create index transfers_inbox on transfers (recipient_agent_id, inbox_position);
     create index transfers_live_by_expiry on transfers (expires_at) where status in ('pending', 'pending_recipient', 'active', 'downloaded');
     create index transfers_to_purge on transfers (purge_after) where not files_deleted;
 

@@ -2,6 +2,8 @@ import type { Knex } from "knex";
 import * as eventStore from "./001_event_store.js";
 import * as readModels from "./002_read_models.js";
 import * as transfers from "./003_transfers.js";
+import * as connections from "./004_connections.js";
+import * as broadcasts from "./005_broadcasts.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -13,6 +15,8 @@ const migrations: Record<string, Migration> = {
   "001_event_store": eventStore,
   "002_read_models": readModels,
   "003_transfers": transfers,
+  "004_connections": connections,
+  "005_broadcasts": broadcasts,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

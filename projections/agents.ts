@@ -48,6 +48,9 @@ export const agentsProjection = categoryProjection<AgentEvent>({
       case "AgentUpdated":
         await trx("agents").where({ id }).update(profileColumns(event.data.changes));
         return;
+      case "AgentSeen":
+        await trx("agents").where({ id }).update({ last_seen_at: event.data.at });
+        return;
       case "AgentDisconnected":
         await trx("agents").where({ id }).update({ connection_status: "disconnected" });
         return;

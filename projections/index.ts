@@ -1,6 +1,8 @@
 import { accountsProjection } from "./accounts.js";
 import { agentsProjection } from "./agents.js";
 import { apiKeysProjection } from "./api-keys.js";
+import { broadcastsProjection } from "./broadcasts.js";
+import { connectionsProjection } from "./connections.js";
 import type { Projection } from "./projection.js";
 import { transfersProjection } from "./transfers.js";
 import { usageProjection } from "./usage.js";
@@ -9,6 +11,8 @@ export const projections: Projection[] = [
   accountsProjection,
   agentsProjection,
   apiKeysProjection,
+  broadcastsProjection,
+  connectionsProjection,
   transfersProjection,
   usageProjection,
 ];

@@ -3,7 +3,9 @@ import { categoryProjection } from "./projection.js";
 
 /**
  * One row per transfer: the list, get, inbox and housekeeping all read it. `created_position`
- * (the log position of its creation) orders the inbox and makes its cursor, identical on rebuild.
+ * (the log position of its creation) orders the list; `inbox_position` (that of its creation, then
+ * of its activation) orders the inbox and makes its cursor, so a presigned transfer shown while
+ * pending comes round again once active. Both come from the log: identical on rebuild.
  */
 export const transfersProjection = categoryProjection<TransferEvent>({
   name: "transfers",
@@ -37,11 +39,12 @@ export const transfersProjection = categoryProjection<TransferEvent>({
           created_at: d.createdAt,
           expires_at: d.expiresAt,
           created_position: recorded.position,
+          inbox_position: recorded.position,
         });
         return;
       }
       case "TransferActivated":
-        await trx("transfers").where({ id }).update({ status: "active" });
+        await trx("transfers").where({ id }).update({ status: "active", inbox_position: recorded.position });
         return;
       case "DownloadRecorded":
         await trx("transfers").where({ id }).update({ downloads: event.data.downloads });

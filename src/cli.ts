@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { projections } from "../projections/index.js";
-import { createAccount } from "./commands/accounts.js";
+import { createAccount, defaultAccountName } from "./commands/accounts.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { buildApp } from "./http/app.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
@@ -46,7 +46,7 @@ async function accountsCreate(args: string[]): Promise<void> {
   try {
     const result = await createAccount(
       service.deps,
-      { email: values.email, name: values.name ?? values.email, plan },
+      { email: values.email, name: values.name ?? defaultAccountName(values.email), plan },
       { accountId: null, keyId: null },
     );
     await service.engine.waitFor(result.position, 10_000);

@@ -9,6 +9,14 @@ import { mintApiKey } from "./api-keys.js";
 import type { CommandDeps } from "./deps.js";
 import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
 
+/**
+ * The display name of an account created without one: the e-mail's local part. Never the whole
+ * address, since names are shown to connected accounts (sendable, ambiguity candidates).
+ */
+export function defaultAccountName(email: string): string {
+  return email.slice(0, email.indexOf("@")) || email;
+}
+
 export interface NewAccount {
   email: string;
   name: string;

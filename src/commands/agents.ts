@@ -157,3 +157,14 @@ export async function disconnectAgent(deps: CommandDeps, accountId: string, agen
     return { position };
   });
 }
+
+/** Records that an agent was active now (throttled by the decider to once a minute). */
+export async function recordSeen(deps: CommandDeps, agentId: string) {
+  return retryOnConflict(async () => {
+    const now = deps.clock.now().toISOString();
+    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
+    const events = accepted(agentDecider.decide({ type: "RecordSeen", now }, agent.state, { digestsEqual }));
+    const actor = { accountId: agent.state.accountId, keyId: null, agentId };
+    return { position: await appendAll(deps.store, [toAppend(agent, events, actor, now)]) };
+  });
+}

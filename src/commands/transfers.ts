@@ -13,7 +13,7 @@ import {
   type TransferTerms,
   transferDecider,
 } from "../../domain/transfer.js";
-import { usageDecider } from "../../domain/usage.js";
+import { storageInUse, usageDecider } from "../../domain/usage.js";
 import { NO_STREAM, type StreamAppend } from "../eventstore/port.js";
 import { limitsOf } from "../plans/catalog.js";
 import type { CommandDeps } from "./deps.js";
@@ -50,6 +50,8 @@ export async function createTransfer(deps: CommandDeps, input: NewTransfer, acto
           bytes,
           // Spec section 8: sends to people without an account are limited per UTC day.
           inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
+          expiresAt: input.terms.expiresAt,
+          now,
         },
         usage.state,
         { limits: limitsOf(account.state.plan) },
@@ -111,3 +113,9 @@ export async function changeTransfer(
 
 // Releasing storage is never refused, whatever the plan.
 const NO_LIMITS = limitsOf("enterprise");
+
+/** Bytes of the account's storage in use now, from its quota stream (expired transfers excluded). */
+export async function storageInUseNow(deps: CommandDeps, accountId: string): Promise<number> {
+  const usage = await load(deps.store, usageDecider, streams.usage(accountId));
+  return storageInUse(usage.state, deps.clock.now().toISOString());
+}

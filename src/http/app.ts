@@ -1,4 +1,3 @@
-import fastifyMultipart from "@fastify/multipart";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -6,15 +5,19 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fast
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
 import { sendError, sendNotFound } from "./errors.js";
-import { registerIdempotency } from "./idempotency.js";
+import { Idempotency } from "./idempotency.js";
 import { registerNulGuard } from "./nul-guard.js";
 import { registerRateLimits } from "./rate-limit.js";
 import type { RouteContext } from "./route-context.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentRoutes } from "./routes/agents.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
+import { broadcastRoutes } from "./routes/broadcasts.js";
+import { connectionRoutes } from "./routes/connections.js";
+import { directoryRoutes } from "./routes/directory.js";
 import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
+import { profileRoutes } from "./routes/profile.js";
 import { transferRoutes } from "./routes/transfers.js";
 
 /** How long a write waits for its read models before answering anyway. */
@@ -67,10 +70,12 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   registerAuthentication(app, service.db, service.config.adminToken);
   registerRateLimits(app, service.rateLimits, service.clock);
   registerNulGuard(app);
-  registerIdempotency(app, service.db, service.clock);
+  const idempotency = new Idempotency(service.db, service.clock);
+  idempotency.register(app);
 
   const context: RouteContext = {
     service,
+    idempotency,
     settle: async (position) => {
       await service.engine.waitFor(position, SETTLE_TIMEOUT_MS);
     },
@@ -78,10 +83,10 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(healthRoutes(context));
   await app.register(agentRoutes(context));
   await app.register(apiKeyRoutes(context));
-  await app.register(fastifyMultipart, {
-    // Sizes are enforced while streaming, against the plan (413 FILE_TOO_LARGE), not by the parser.
-    limits: { fileSize: Number.MAX_SAFE_INTEGER, files: 100, fields: 50, fieldSize: 64 * 1024, parts: 200 },
-  });
+  await app.register(connectionRoutes(context));
+  await app.register(directoryRoutes(context));
+  await app.register(profileRoutes(context));
+  await app.register(broadcastRoutes(context));
   await app.register(transferRoutes(context));
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   if (service.config.adminToken) await app.register(adminRoutes(context));

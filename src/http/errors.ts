@@ -10,12 +10,19 @@ export interface ErrorDetail {
 }
 
 /** An error meant for the client: its code, status and message reach the body as they are. */
+export interface Candidate {
+  account_id: string;
+  account_name: string;
+  email_masked: string;
+}
+
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
     readonly details?: ErrorDetail[],
+    readonly candidates?: Candidate[],
   ) {
     super(message);
     this.name = "HttpError";
@@ -39,14 +46,17 @@ const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> 
   ACCOUNT_EXISTS: { status: 409 },
   AGENT_DISCONNECTED: { status: 409 },
   AGENT_ID_TAKEN: { status: 409 },
+  ALREADY_CONNECTED: { status: 409 },
   CONFLICT: { status: 409 },
   FILES_MISSING: { status: 400, code: "VALIDATION_ERROR" },
   FORBIDDEN: { status: 403 },
   GONE: { status: 410 },
+  INVITE_PENDING: { status: 409 },
   INVITE_RATE_LIMIT: { status: 429 },
   KEY_LIMIT_REACHED: { status: 403 },
   NOT_FOUND: { status: 404 },
   QUOTA_EXCEEDED: { status: 403 },
+  SELF_CONNECTION: { status: 400 },
   // Spec section 7: a full storage answers like a file that is too large.
   STORAGE_FULL: { status: 413, code: "FILE_TOO_LARGE" },
   TRANSFER_PENDING: { status: 409 },
@@ -75,12 +85,22 @@ export const errorBodySchema = z.object({
 });
 export type ErrorBody = z.infer<typeof errorBodySchema>;
 
-function body(status: number, code: string, message: string, details?: ErrorDetail[]): ErrorBody {
-  return { error: { code, message, status, ...(details ? { details } : {}) } };
+function body(
+  status: number,
+  code: string,
+  message: string,
+  details?: ErrorDetail[],
+  candidates?: Candidate[],
+): ErrorBody {
+  return {
+    error: { code, message, status, ...(details ? { details } : {}), ...(candidates ? { candidates } : {}) },
+  };
 }
 
 function toBody(error: unknown): ErrorBody {
-  if (error instanceof HttpError) return body(error.status, error.code, error.message, error.details);
+  if (error instanceof HttpError) {
+    return body(error.status, error.code, error.message, error.details, error.candidates);
+  }
   if (error instanceof DomainError) {
     const { status, code = error.code } = DOMAIN_ERRORS[error.code];
     const details = code === "VALIDATION_ERROR" ? [{ path: "files", message: error.message }] : undefined;

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Knex } from "knex";
 import type { Clock } from "../clock.js";
 import { sha256Hex } from "../security/secrets.js";
@@ -34,48 +34,72 @@ function scopeOf(request: FastifyRequest): string {
   }
 }
 
-/**
- * What "the same body" means: the parsed JSON body; for a streamed multipart upload, which is read
- * only after this check, its length (the boundary differs on every request, the length does not).
- */
-function fingerprint(request: FastifyRequest): string {
-  if (request.body !== undefined) return JSON.stringify(request.body);
-  return `streamed body of ${request.headers["content-length"] ?? "unknown"} bytes`;
-}
-
 const conflict = (message: string) => new HttpError(409, "IDEMPOTENCY_CONFLICT", message);
+
+/** A multipart upload is read by its route, which fingerprints what it received (fields and file contents). */
+const streamed = (request: FastifyRequest) =>
+  request.body === undefined && (request.headers["content-type"] ?? "").startsWith("multipart/");
 
 /**
  * Decisions 3.17: a POST with `Idempotency-Key` is done once. The first request claims the key;
- * a repeat with the same body within 24 hours gets the first answer back, with another body 409.
+ * a repeat with the same request within 24 hours gets the first answer back, another request 409.
  * Answers of 500 and above release the key so the client can retry.
  */
-export function registerIdempotency(app: FastifyInstance, db: Knex, clock: Clock): void {
-  app.decorateRequest("idempotency", null);
+export class Idempotency {
+  constructor(
+    private readonly db: Knex,
+    private readonly clock: Clock,
+  ) {}
 
-  app.addHook("preHandler", async (request, reply) => {
+  register(app: FastifyInstance): void {
+    app.decorateRequest("idempotency", null);
+    app.addHook("preHandler", async (request, reply) => {
+      if (streamed(request)) return;
+      await this.apply(request, reply, JSON.stringify(request.body ?? null));
+    });
+    app.addHook("onSend", async (request, reply, payload) => {
+      const claim = request.idempotency;
+      if (!claim) return payload;
+      request.idempotency = null;
+      if (reply.statusCode >= 500) {
+        await this.db("idempotency_records").where(claim).del();
+      } else {
+        const body = typeof payload === "string" ? payload : JSON.stringify(payload ?? null);
+        await this.db("idempotency_records").where(claim).update({ status_code: reply.statusCode, body });
+      }
+      return payload;
+    });
+  }
+
+  /**
+   * Claims the request's key for `fingerprint`, or sends the first answer again and returns true
+   * (the caller then does nothing more). Without the header it does nothing.
+   */
+  async apply(request: FastifyRequest, reply: FastifyReply, fingerprint: string): Promise<boolean> {
     const key = request.headers[HEADER];
-    if (request.method !== "POST" || key === undefined) return;
+    if (request.method !== "POST" || key === undefined) return false;
     if (typeof key !== "string" || key.length === 0 || key.length > 255) {
       throw validationError("Idempotency-Key must be 1 to 255 characters", "headers.idempotency-key");
     }
     const scope = scopeOf(request);
-    const requestHash = sha256Hex(`${request.method} ${request.url}\n${fingerprint(request)}`);
-    const now = clock.now();
-    await db("idempotency_records")
+    const requestHash = sha256Hex(`${request.method} ${request.url}\n${fingerprint}`);
+    const now = this.clock.now();
+    await this.db("idempotency_records")
       .where({ scope, key })
       .where("created_at", "<", new Date(now.getTime() - RETENTION_MS))
       .del();
-    const claimed = await db.raw<{ rows: unknown[] }>(
+    const claimed = await this.db.raw<{ rows: unknown[] }>(
       `insert into idempotency_records (scope, key, request_hash, created_at) values (?, ?, ?, ?)
          on conflict do nothing returning key`,
       [scope, key, requestHash, now],
     );
     if (claimed.rows.length > 0) {
       request.idempotency = { scope, key };
-      return;
+      return false;
     }
-    const stored = await db("idempotency_records").where({ scope, key }).first<StoredResponse | undefined>();
+    const stored = await this.db("idempotency_records")
+      .where({ scope, key })
+      .first<StoredResponse | undefined>();
     if (!stored) throw conflict("this Idempotency-Key was just released; retry");
     if (stored.request_hash !== requestHash) {
       throw conflict("this Idempotency-Key was used with a different request");
@@ -83,24 +107,12 @@ export function registerIdempotency(app: FastifyInstance, db: Knex, clock: Clock
     if (stored.status_code === null || stored.body === null) {
       throw conflict("a request with this Idempotency-Key is still in progress");
     }
-    return reply
+    await reply
       .status(stored.status_code)
       .header("idempotent-replayed", "true")
       .type("application/json")
       .serializer((payload: unknown) => payload as string)
       .send(stored.body);
-  });
-
-  app.addHook("onSend", async (request, reply, payload) => {
-    const claim = request.idempotency;
-    if (!claim) return payload;
-    request.idempotency = null;
-    if (reply.statusCode >= 500) {
-      await db("idempotency_records").where(claim).del();
-    } else {
-      const body = typeof payload === "string" ? payload : JSON.stringify(payload ?? null);
-      await db("idempotency_records").where(claim).update({ status_code: reply.statusCode, body });
-    }
-    return payload;
-  });
+    return true;
+  }
 }

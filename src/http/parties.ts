@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { HumanRecipient, TransferMode, TransferParties } from "../../domain/transfer.js";
 import { type AgentRow, findConnectedAgentBySlug } from "../queries/agents.js";
 import { validationError } from "./errors.js";
+import { ambiguous, resolveAgent } from "./recipients.js";
 
 export interface PartiesInput {
   mode: TransferMode;
@@ -21,7 +22,8 @@ export interface ResolvedParties {
 
 /**
  * Decisions 3.19: an agent sender must be a connected agent of the caller's account; an agent
- * recipient must be resolvable by the caller. Agents resolve on the caller's own account.
+ * recipient must be resolvable by the caller: its own, or on an actively connected account
+ * (`recipient_account` picks one when the slug is on several).
  */
 export async function resolveParties(
   db: Knex,
@@ -49,8 +51,10 @@ export async function resolveParties(
       recipientAgent: null,
     };
   }
-  const recipientAgent = await findConnectedAgentBySlug(db, accountId, input.recipient);
-  if (!recipientAgent) {
+  const resolution = await resolveAgent(db, accountId, input.recipient, input.recipientAccount);
+  if (resolution.kind === "ambiguous") throw ambiguous(input.recipient, resolution.candidates);
+  const recipientAgent = resolution.kind === "found" ? resolution.agent : null;
+  if (recipientAgent?.connection_status !== "connected") {
     throw validationError(
       `recipient '${input.recipient}' is not an agent this account can send to`,
       "recipient",

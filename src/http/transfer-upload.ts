@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
-import { pipeline, type Readable } from "node:stream";
+import { createHash, type Hash, randomBytes } from "node:crypto";
+import { pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
 import type {} from "@fastify/multipart";
 import type { FastifyRequest } from "fastify";
 import type { TransferFile } from "../../domain/transfer.js";
@@ -39,6 +39,8 @@ export interface ReceivedForm {
   files: TransferFile[];
   /** The key the files were encrypted under at rest, or null. */
   dataKey: Buffer | null;
+  /** SHA-256 over the fields and files as received, for Idempotency-Key. */
+  fingerprint: string;
 }
 
 export interface UploadCaps {
@@ -54,6 +56,18 @@ export interface UploadCaps {
  */
 export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Buffer | null;
 
+/** Passes bytes on unchanged while feeding them to a hash: the upload's fingerprint. */
+class HashTap extends Transform {
+  constructor(private readonly hash: Hash) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    done(null, chunk);
+  }
+}
+
 /**
  * Stores one file part: as it comes, or encrypted at rest under `dataKey`. The size limit always
  * applies to the bytes the client sent, and the size returned is theirs, not the ciphertext's.
@@ -65,19 +79,39 @@ async function storeFile(
   contentType: string,
   maxBytes: number | null,
   dataKey: Buffer | null,
+  fingerprint: Hash,
 ): Promise<number> {
-  if (!dataKey) return (await blobs.put(key, file, { maxBytes, contentType })).size;
   const counter = new ByteCounter(maxBytes);
   // pipeline() hands back its last stream; an error anywhere (too large included) destroys it.
-  const sealed = pipeline(file, counter, new EncryptRecords(dataKey), () => {});
-  await blobs.put(key, sealed, { maxBytes: null, contentType: "application/octet-stream" });
+  const body = dataKey
+    ? pipeline(file, new HashTap(fingerprint), counter, new EncryptRecords(dataKey), () => {})
+    : pipeline(file, new HashTap(fingerprint), counter, () => {});
+  await blobs.put(key, body, {
+    maxBytes: null,
+    contentType: dataKey ? "application/octet-stream" : contentType,
+  });
   return counter.bytes;
 }
+
+/** Errors of the multipart parser are the client's: a malformed or over-limit body. */
+function clientError(error: unknown): unknown {
+  const e = error as { code?: string; statusCode?: number; message?: string };
+  if (e.code === "FST_REQ_FILE_TOO_LARGE" || e.statusCode === 413) {
+    return new HttpError(413, "PAYLOAD_TOO_LARGE", e.message ?? "the form is too large");
+  }
+  const parser =
+    (e.code ?? "").startsWith("FST_") ||
+    /^(Unexpected end of (form|multipart data)|Malformed|Multipart: )/.test(e.message ?? "");
+  return parser ? validationError(`the multipart body is invalid: ${e.message}`, "body") : error;
+}
+
+const hasNul = (text: string) => text.includes("\u0000");
 
 /**
  * Streams every file of a multipart form into the blob store as it arrives (never whole in
  * memory), cutting a file off at the plan's size or the storage left. On any failure every blob
- * already written is deleted before the error goes on.
+ * already written is deleted before the error goes on. The fingerprint covers every field and
+ * every file's name, type and bytes, not the boundary: a retried upload has the same one.
  */
 export async function receiveMultipart(
   request: FastifyRequest,
@@ -89,39 +123,38 @@ export async function receiveMultipart(
   let dataKey: Buffer | null | undefined;
   const fields = new Map<string, string[]>();
   const files: TransferFile[] = [];
+  const fingerprint = createHash("sha256");
   let stored = 0;
   try {
     for await (const part of request.parts()) {
       if (part.type === "field") {
-        fields.set(part.fieldname, [...(fields.get(part.fieldname) ?? []), String(part.value)]);
+        const value = String(part.value);
+        if (hasNul(part.fieldname) || hasNul(value)) {
+          throw validationError("text must not contain NUL (U+0000) characters", part.fieldname);
+        }
+        fields.set(part.fieldname, [...(fields.get(part.fieldname) ?? []), value]);
+        fingerprint.update(`field ${JSON.stringify([part.fieldname, value])}\n`);
         continue;
       }
-      if (part.fieldname !== "files")
+      if (part.fieldname !== "files") {
         throw validationError(`unexpected file field '${part.fieldname}'`, part.fieldname);
-      checkFileName(part.filename, `files[${files.length}]`);
+      }
+      const path = `files[${files.length}]`;
+      checkFileName(part.filename, path);
+      if (hasNul(part.filename)) throw validationError("a file name must not contain NUL characters", path);
       const fileId = newFileId();
-      const limits = [caps.maxFileSize, caps.storageLeft === null ? null : caps.storageLeft - stored];
-      const maxBytes = limits.reduce<number | null>(
+      const remaining = [caps.maxFileSize, caps.storageLeft === null ? null : caps.storageLeft - stored];
+      const maxBytes = remaining.reduce<number | null>(
         (min, cap) => (cap === null ? min : min === null ? cap : Math.min(min, cap)),
         null,
       );
-      files.push({
-        fileId,
-        name: part.filename,
-        size: 0,
-        type: part.mimetype || "application/octet-stream",
-        encryptionIv: null,
-      });
+      const type = part.mimetype || "application/octet-stream";
+      files.push({ fileId, name: part.filename, size: 0, type, encryptionIv: null });
+      fingerprint.update(`file ${JSON.stringify([part.filename, type])}\n`);
       if (dataKey === undefined) dataKey = atRestKeyFor(fields);
       try {
-        const size = await storeFile(
-          blobs,
-          blobKey(transferId, fileId),
-          part.file,
-          part.mimetype,
-          maxBytes,
-          dataKey,
-        );
+        const key = blobKey(transferId, fileId);
+        const size = await storeFile(blobs, key, part.file, type, maxBytes, dataKey, fingerprint);
         const file = files[files.length - 1];
         if (file) file.size = size;
         stored += size;
@@ -137,7 +170,7 @@ export async function receiveMultipart(
     }
   } catch (error) {
     await blobs.delete(files.map((file) => blobKey(transferId, file.fileId)));
-    throw error;
+    throw clientError(error);
   }
-  return { fields, files, dataKey: dataKey ?? null };
+  return { fields, files, dataKey: dataKey ?? null, fingerprint: fingerprint.digest("hex") };
 }

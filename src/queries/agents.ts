@@ -46,3 +46,11 @@ export async function findConnectedAgentBySlug(
     .where({ account_id: accountId, agent_id: slug, connection_status: "connected" })
     .first();
 }
+
+/** The account's first connected agent (oldest first): the one acting when a request names none. */
+export async function firstConnectedAgent(db: Knex, accountId: string): Promise<AgentRow | undefined> {
+  return db<AgentRow>("agents")
+    .where({ account_id: accountId, connection_status: "connected" })
+    .orderBy([{ column: "created_at" }, { column: "id" }])
+    .first();
+}

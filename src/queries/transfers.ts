@@ -31,6 +31,7 @@ export interface TransferRow {
   created_at: Date;
   expires_at: Date;
   created_position: string;
+  inbox_position: string;
   files_deleted: boolean;
   purge_after: Date | null;
 }
@@ -107,8 +108,8 @@ export async function inboxPage(db: Knex, q: InboxQuery): Promise<TransferRow[]>
     .whereIn("status", ["pending", "active"])
     .where("expires_at", ">", q.now);
   if (q.agentId) query.where({ recipient_agent_id: q.agentId });
-  if (q.after) query.where("created_position", ">", q.after);
-  return query.orderBy("created_position").limit(q.limit);
+  if (q.after) query.where("inbox_position", ">", q.after);
+  return query.orderBy("inbox_position").limit(q.limit);
 }
 
 /** Live transfers whose expiry has come. */

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { DomainError, fold } from "../../domain/decider.js";
 import type { PlanLimits } from "../../domain/plan-limits.js";
-import { type UsageContext, type UsageEvent, usageDecider } from "../../domain/usage.js";
+import { storageInUse, type UsageContext, type UsageEvent, usageDecider } from "../../domain/usage.js";
 import { given } from "./given.js";
 
 const MARCH = "2026-03-15";
 const APRIL = "2026-04-15";
+const NOW = "2026-03-20T00:00:00.000Z";
+const EXPIRES = "2026-03-21T00:00:00.000Z";
 
 function context(limits: Partial<PlanLimits> = {}): UsageContext {
   return {
@@ -24,7 +26,7 @@ function context(limits: Partial<PlanLimits> = {}): UsageContext {
 }
 
 function counted(transferId: string, period: string, bytes: number): UsageEvent {
-  return { type: "TransferCounted", data: { transferId, period, bytes } };
+  return { type: "TransferCounted", data: { transferId, period, bytes, expiresAt: EXPIRES } };
 }
 function released(transferId: string, bytes: number): UsageEvent {
   return { type: "StorageReleased", data: { transferId, bytes } };
@@ -36,9 +38,49 @@ function many(n: number, period: string, bytes = 0): UsageEvent[] {
 
 describe("usage decider", () => {
   describe("CountTransfer", () => {
+    it("no longer counts the storage of transfers past their expiry, released or not", () => {
+      const full = [counted("old", MARCH, 1000)];
+      const later = "2026-03-22T00:00:00.000Z";
+      given(usageDecider, full, context({ storageBytes: 1000 }))
+        .when({
+          type: "CountTransfer",
+          transferId: "new",
+          period: MARCH,
+          bytes: 10,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
+        .thenRefused("STORAGE_FULL");
+      given(usageDecider, full, context({ storageBytes: 1000 }))
+        .when({
+          type: "CountTransfer",
+          transferId: "new",
+          period: MARCH,
+          bytes: 10,
+          inviteDay: null,
+          expiresAt: "2026-03-23T00:00:00.000Z",
+          now: later,
+        })
+        .then([
+          {
+            type: "TransferCounted",
+            data: { transferId: "new", period: MARCH, bytes: 10, expiresAt: "2026-03-23T00:00:00.000Z" },
+          },
+        ]);
+    });
+
     it("counts the first transfer of an account with its period and bytes", () => {
       given(usageDecider, [], context({ transfersPerMonth: 50, storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 100, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-1",
+          period: MARCH,
+          bytes: 100,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-1", MARCH, 100)]);
     });
 
@@ -49,85 +91,189 @@ describe("usage decider", () => {
         released(`${MARCH}-0`, 10),
       ]);
       expect(state.transfersByPeriod).toEqual({ [MARCH]: 2, [APRIL]: 3 });
-      expect(state.storageBytes).toBe(10 + 3 * 20);
+      expect(storageInUse(state, NOW)).toBe(10 + 3 * 20);
     });
 
     it("allows the last transfer below the monthly limit", () => {
       given(usageDecider, many(2, MARCH), context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: MARCH,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-x", MARCH, 0)]);
     });
 
     it("refuses a transfer once the monthly limit is reached", () => {
       given(usageDecider, many(3, MARCH), context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: MARCH,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("refuses every transfer when the plan allows none", () => {
       given(usageDecider, [], context({ transfersPerMonth: 0 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: MARCH,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("starts a new period at 0: last period's full count does not carry over", () => {
       given(usageDecider, many(3, MARCH), context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: APRIL, bytes: 0, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: APRIL,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-x", APRIL, 0)]);
     });
 
     it("counts each period on its own: a later period's count does not block an earlier one", () => {
       given(usageDecider, [...many(2, MARCH), ...many(3, APRIL)], context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: MARCH,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-x", MARCH, 0)]);
     });
 
     it("keeps a transfer counted after its storage is released: deletions and expiries do not give slots back", () => {
       const history = [...many(3, MARCH, 5), released(`${MARCH}-0`, 5), released(`${MARCH}-1`, 5)];
       given(usageDecider, history, context({ transfersPerMonth: 3 }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: MARCH,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("has no monthly limit when the plan's limit is null", () => {
       given(usageDecider, many(200, MARCH), context({ transfersPerMonth: null }))
-        .when({ type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: MARCH,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-x", MARCH, 0)]);
     });
 
     it("refuses a transfer whose bytes would take the storage past the limit", () => {
       given(usageDecider, [counted("tr-1", MARCH, 900)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 101, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-2",
+          period: MARCH,
+          bytes: 101,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("STORAGE_FULL");
     });
 
     it("allows a transfer that fills the storage exactly to the limit", () => {
       given(usageDecider, [counted("tr-1", MARCH, 900)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 100, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-2",
+          period: MARCH,
+          bytes: 100,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-2", MARCH, 100)]);
     });
 
     it("allows a single transfer exactly the size of the whole storage", () => {
       given(usageDecider, [], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 1000, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-1",
+          period: MARCH,
+          bytes: 1000,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-1", MARCH, 1000)]);
     });
 
     it("refuses a single transfer larger than the whole storage", () => {
       given(usageDecider, [], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-1", period: MARCH, bytes: 1001, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-1",
+          period: MARCH,
+          bytes: 1001,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("STORAGE_FULL");
     });
 
     it("refuses even one more byte when the storage is exactly full", () => {
       given(usageDecider, [counted("tr-1", MARCH, 1000)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-2",
+          period: MARCH,
+          bytes: 1,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("STORAGE_FULL");
     });
 
     it("counts storage across periods: held bytes do not reset with the month", () => {
       given(usageDecider, [counted("tr-1", MARCH, 900)], context({ storageBytes: 1000 }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: APRIL, bytes: 101, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-2",
+          period: APRIL,
+          bytes: 101,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("STORAGE_FULL");
     });
 
@@ -137,13 +283,29 @@ describe("usage decider", () => {
         [counted("tr-1", MARCH, 900), released("tr-1", 900)],
         context({ storageBytes: 1000 }),
       )
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1000, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-2",
+          period: MARCH,
+          bytes: 1000,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-2", MARCH, 1000)]);
     });
 
     it("has no storage limit when the plan's limit is null", () => {
       given(usageDecider, [counted("tr-1", MARCH, 10 ** 15)], context({ storageBytes: null }))
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 10 ** 15, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-2",
+          period: MARCH,
+          bytes: 10 ** 15,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .then([counted("tr-2", MARCH, 10 ** 15)]);
     });
 
@@ -153,14 +315,30 @@ describe("usage decider", () => {
         [counted("tr-1", MARCH, 1000)],
         context({ transfersPerMonth: 1, storageBytes: 1000 }),
       )
-        .when({ type: "CountTransfer", transferId: "tr-2", period: MARCH, bytes: 1, inviteDay: null })
+        .when({
+          type: "CountTransfer",
+          transferId: "tr-2",
+          period: MARCH,
+          bytes: 1,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        })
         .thenRefused("QUOTA_EXCEEDED");
     });
 
     it("names the limit in the refusal message", () => {
       const state = fold(usageDecider, many(3, MARCH));
       const decision = usageDecider.decide(
-        { type: "CountTransfer", transferId: "tr-x", period: MARCH, bytes: 0, inviteDay: null },
+        {
+          type: "CountTransfer",
+          transferId: "tr-x",
+          period: MARCH,
+          bytes: 0,
+          inviteDay: null,
+          expiresAt: EXPIRES,
+          now: NOW,
+        },
         state,
         context({ transfersPerMonth: 3 }),
       );
@@ -179,8 +357,8 @@ describe("usage decider", () => {
     it("takes the released bytes off the storage held, and only those", () => {
       const history = [counted("tr-1", MARCH, 700), counted("tr-2", MARCH, 300), released("tr-1", 700)];
       const state = fold(usageDecider, history);
-      expect(state.storageBytes).toBe(300);
-      expect(state.held).toEqual({ "tr-2": 300 });
+      expect(storageInUse(state, NOW)).toBe(300);
+      expect(state.held).toEqual({ "tr-2": { bytes: 300, expiresAt: EXPIRES } });
     });
 
     it("releases a transfer that holds zero bytes", () => {

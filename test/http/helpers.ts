@@ -25,7 +25,13 @@ export function expectError(res: LightMyRequestResponse, status: number, code: s
   expect(error.status).toBe(status);
   expect(typeof error.message).toBe("string");
   expect(error.message.length).toBeGreaterThan(0);
-  const allowed = ["code", "message", "status", ...(code === "VALIDATION_ERROR" ? ["details"] : [])];
+  const allowed = [
+    "code",
+    "message",
+    "status",
+    ...(code === "VALIDATION_ERROR" ? ["details"] : []),
+    ...(code === "AMBIGUOUS_RECIPIENT" ? ["candidates"] : []),
+  ];
   for (const key of Object.keys(error)) expect(allowed).toContain(key);
   if (code === "VALIDATION_ERROR") {
     expect(Array.isArray(error.details), "VALIDATION_ERROR carries a details list").toBe(true);

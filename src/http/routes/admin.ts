@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { changePlan, createAccount } from "../../commands/accounts.js";
+import { changePlan, createAccount, defaultAccountName } from "../../commands/accounts.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
 import { notFound } from "../errors.js";
@@ -61,7 +61,11 @@ export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsy
       },
       async (request, reply) => {
         const { email, name, plan } = request.body;
-        const result = await createAccount(deps, { email, name: name ?? email, plan }, ADMIN_ACTOR);
+        const result = await createAccount(
+          deps,
+          { email, name: name ?? defaultAccountName(email), plan },
+          ADMIN_ACTOR,
+        );
         await settle(result.position);
         const { id, name: keyName, apiKey, createdAt } = result.apiKey;
         return reply.status(201).send({

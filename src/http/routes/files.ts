@@ -13,6 +13,7 @@ import { fileTooLarge } from "../transfer-upload.js";
 
 const NONE = { auth: "none" as const };
 const tokenParams = z.object({ token: z.string().max(4096) });
+const gone = () => new HttpError(410, "GONE", "this transfer no longer takes uploads");
 const invalidLink = () => new HttpError(403, "FORBIDDEN", "this link is invalid or has expired");
 
 /** `bytes=a-b`, `bytes=a-` or `bytes=-n` against a blob of `size` bytes; null for no (usable) Range. */
@@ -21,6 +22,8 @@ export function parseRange(
   size: number,
 ): { start: number; end: number } | "unsatisfiable" | null {
   if (!header) return null;
+  // An empty file has no byte any range could name (RFC 9110 14.1.2).
+  if (size === 0) return "unsatisfiable";
   const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
   if (!match || (match[1] === "" && match[2] === "")) return null;
   const [, from = "", to = ""] = match;
@@ -41,6 +44,15 @@ export function parseRange(
  */
 export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): FastifyPluginAsync {
   const { db, blobs, clock } = service;
+
+  /** The status a presigned transfer has now, as a reader sees it. */
+  async function uploadableStatus(transferId: string) {
+    const transfer = await findTransfer(db, transferId);
+    return (
+      transfer &&
+      statusAt(transfer.status, new Date(transfer.expires_at).toISOString(), clock.now().toISOString())
+    );
+  }
 
   return async (app) => {
     // Upload bodies are file data of any type, streamed to the blob store as they come.
@@ -66,19 +78,20 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
         const claims = urls.uploadClaims(request.params.token, clock.now());
         if (!claims) throw invalidLink();
         const [, transferId = "", fileId = ""] = claims.key.split("/");
-        const transfer = await findTransfer(db, transferId);
-        const status =
-          transfer &&
-          statusAt(transfer.status, new Date(transfer.expires_at).toISOString(), clock.now().toISOString());
-        if (status !== "pending") {
+        if ((await uploadableStatus(transferId)) !== "pending") {
           reply.header("connection", "close");
-          throw new HttpError(410, "GONE", "this transfer no longer takes uploads");
+          throw gone();
         }
         try {
           const { size } = await blobs.put(claims.key, request.raw, {
             maxBytes: claims.size,
             contentType: claims.ct,
           });
+          // Deleted or expired while the bytes were arriving: its data must not outlive it.
+          if ((await uploadableStatus(transferId)) !== "pending") {
+            await blobs.delete([claims.key]);
+            throw gone();
+          }
           return { file_id: fileId, size };
         } catch (error) {
           if (!(error instanceof BlobTooLargeError)) throw error;

@@ -1,15 +1,15 @@
 import { randomBytes } from "node:crypto";
+import fastifyMultipart from "@fastify/multipart";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { TransferEncryption, TransferFile, TransferTerms } from "../../../domain/transfer.js";
 import { blobKey } from "../../blobs/keys.js";
-import { changeTransfer, createTransfer } from "../../commands/transfers.js";
+import { changeTransfer, createTransfer, storageInUseNow } from "../../commands/transfers.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
 import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
 import { findVisibleTransfer, inboxPage, listTransfers, type TransferRow } from "../../queries/transfers.js";
-import { storageUsed } from "../../queries/usage.js";
 import { seal } from "../../security/secrets.js";
 import { callerAccount } from "../auth.js";
 import { HttpError, notFound, validationError } from "../errors.js";
@@ -87,7 +87,7 @@ function encryptionOf(
   };
 }
 
-export function transferRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
+export function transferRoutes({ service, settle, idempotency }: RouteContext): FastifyPluginAsync {
   const { db, deps, config, clock, blobs, engine } = service;
   const base = config.publicBaseUrl;
 
@@ -137,100 +137,126 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
-    routes.post(
-      "/v1/transfers",
-      {
-        schema: {
-          tags: ["transfers"],
-          summary: "Send files (multipart/form-data, streamed; one `files` part per file)",
-          consumes: ["multipart/form-data"],
-          response: { 201: transferSchema, ...errors(400, 401, 403, 413, 415, 429) },
+    // Only the upload route parses multipart: elsewhere such a body is 415, like any non-JSON one.
+    await app.register(async (scope) => {
+      await scope.register(fastifyMultipart, {
+        // Sizes are enforced while streaming, against the plan (413 FILE_TOO_LARGE), not by the parser;
+        // file names keep their paths so that a path is refused, never silently cut.
+        preservePath: true,
+        limits: {
+          fileSize: Number.MAX_SAFE_INTEGER,
+          files: 100,
+          fields: 50,
+          fieldSize: 64 * 1024,
+          parts: 200,
         },
-      },
-      async (request, reply) => {
-        if (!request.isMultipart()) {
-          throw new HttpError(415, "UNSUPPORTED_MEDIA_TYPE", "POST /v1/transfers takes multipart/form-data");
-        }
-        const caller = callerAccount(request);
-        const limits = await planOf(caller.accountId);
-        const transferId = newTransferId();
-        const storageLeft =
-          limits.storageBytes === null
-            ? null
-            : Math.max(0, limits.storageBytes - (await storageUsed(db, caller.accountId)));
-        let form: Awaited<ReturnType<typeof receiveMultipart>>;
-        try {
-          // A transfer held for a person without a receiving key is encrypted at rest as it streams in.
-          form = await receiveMultipart(
-            request,
-            blobs,
-            transferId,
-            { maxFileSize: limits.maxFileSize, storageLeft },
-            (fields) => (fields.get("mode")?.[0] === "agent-to-human" ? randomBytes(32) : null),
-          );
-        } catch (error) {
-          // The rest of the body is not worth reading: close the connection after the answer.
-          reply.header("connection", "close");
-          throw error;
-        }
-        const keys = form.files.map((file) => blobKey(transferId, file.fileId));
-        try {
-          const single = Object.fromEntries([...form.fields].map(([name, values]) => [name, values[0]]));
-          const parsed = transferFormSchema.safeParse(single);
-          if (!parsed.success) {
-            const details = parsed.error.issues.map((issue) => ({
-              path: issue.path.join("."),
-              message: issue.message,
-            }));
-            throw validationError(`${details[0]?.path}: ${details[0]?.message}`, details);
-          }
-          if (form.files.length === 0)
-            throw validationError("at least one `files` part is required", "files");
-          const ivs = form.fields.get("encryption_iv") ?? [];
-          const files: TransferFile[] = form.files.map((file, index) => ({
-            ...file,
-            encryptionIv: ivs[index] ?? null,
-          }));
-          const body = parsed.data;
-          const resolved = await resolveParties(db, caller.accountId, {
-            mode: body.mode,
-            sender: body.sender,
-            recipient: body.recipient,
-            recipientAccount: body.recipient_account ?? null,
-          });
-          if (resolved.human && !form.dataKey) {
-            throw validationError(
-              "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",
-              "files",
+      });
+      const uploads = scope.withTypeProvider<ZodTypeProvider>();
+
+      uploads.post(
+        "/v1/transfers",
+        {
+          schema: {
+            tags: ["transfers"],
+            summary: "Send files (multipart/form-data, streamed; one `files` part per file)",
+            consumes: ["multipart/form-data"],
+            response: { 201: transferSchema, ...errors(400, 401, 403, 413, 415, 429) },
+          },
+        },
+        async (request, reply) => {
+          if (!request.isMultipart()) {
+            throw new HttpError(
+              415,
+              "UNSUPPORTED_MEDIA_TYPE",
+              "POST /v1/transfers takes multipart/form-data",
             );
           }
-          const now = clock.now();
-          const result = await createTransfer(
-            deps,
-            {
+          const caller = callerAccount(request);
+          const limits = await planOf(caller.accountId);
+          const transferId = newTransferId();
+          const storageLeft =
+            limits.storageBytes === null
+              ? null
+              : Math.max(0, limits.storageBytes - (await storageInUseNow(deps, caller.accountId)));
+          let form: Awaited<ReturnType<typeof receiveMultipart>>;
+          try {
+            // A transfer held for a person without a receiving key is encrypted at rest as it streams in.
+            form = await receiveMultipart(
+              request,
+              blobs,
               transferId,
-              presigned: false,
-              parties: resolved.parties,
-              human: resolved.human,
-              atRest: form.dataKey
-                ? { wrappedDataKey: seal(deps.serverKey, DATA_KEY_PURPOSE, form.dataKey) }
-                : null,
-              terms: termsOf(body, limits.maxRetentionSeconds, now),
-              files,
-              encryption: encryptionOf(body, resolved),
-            },
-            caller,
-          );
-          await settle(result.position);
-        } catch (error) {
-          await blobs.delete(keys);
-          throw error;
-        }
-        return reply
-          .status(201)
-          .send(presentTransfer(await settledTransfer(transferId, caller.accountId), base, clock.now()));
-      },
-    );
+              { maxFileSize: limits.maxFileSize, storageLeft },
+              (fields) => (fields.get("mode")?.[0] === "agent-to-human" ? randomBytes(32) : null),
+            );
+          } catch (error) {
+            // The rest of the body is not worth reading: close the connection after the answer.
+            reply.header("connection", "close");
+            throw error;
+          }
+          const keys = form.files.map((file) => blobKey(transferId, file.fileId));
+          try {
+            if (await idempotency.apply(request, reply, form.fingerprint)) {
+              // A repeat of an upload already done: its copy of the files is not needed.
+              await blobs.delete(keys);
+              return reply;
+            }
+            const single = Object.fromEntries([...form.fields].map(([name, values]) => [name, values[0]]));
+            const parsed = transferFormSchema.safeParse(single);
+            if (!parsed.success) {
+              const details = parsed.error.issues.map((issue) => ({
+                path: issue.path.join("."),
+                message: issue.message,
+              }));
+              throw validationError(`${details[0]?.path}: ${details[0]?.message}`, details);
+            }
+            if (form.files.length === 0)
+              throw validationError("at least one `files` part is required", "files");
+            const ivs = form.fields.get("encryption_iv") ?? [];
+            const files: TransferFile[] = form.files.map((file, index) => ({
+              ...file,
+              encryptionIv: ivs[index] ?? null,
+            }));
+            const body = parsed.data;
+            const resolved = await resolveParties(db, caller.accountId, {
+              mode: body.mode,
+              sender: body.sender,
+              recipient: body.recipient,
+              recipientAccount: body.recipient_account ?? null,
+            });
+            if (resolved.human && !form.dataKey) {
+              throw validationError(
+                "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",
+                "files",
+              );
+            }
+            const now = clock.now();
+            const result = await createTransfer(
+              deps,
+              {
+                transferId,
+                presigned: false,
+                parties: resolved.parties,
+                human: resolved.human,
+                atRest: form.dataKey
+                  ? { wrappedDataKey: seal(deps.serverKey, DATA_KEY_PURPOSE, form.dataKey) }
+                  : null,
+                terms: termsOf(body, limits.maxRetentionSeconds, now),
+                files,
+                encryption: encryptionOf(body, resolved),
+              },
+              caller,
+            );
+            await settle(result.position);
+          } catch (error) {
+            await blobs.delete(keys);
+            throw error;
+          }
+          return reply
+            .status(201)
+            .send(presentTransfer(await settledTransfer(transferId, caller.accountId), base, clock.now()));
+        },
+      );
+    });
 
     routes.post(
       "/v1/transfers/presigned",
@@ -437,7 +463,7 @@ export function transferRoutes({ service, settle }: RouteContext): FastifyPlugin
         const now = clock.now();
         return {
           transfers: shown.map((row) => presentTransfer(row, base, now)),
-          next_cursor: last ? encodeCursor(last.created_position) : (cursor ?? null),
+          next_cursor: last ? encodeCursor(last.inbox_position) : (cursor ?? null),
           has_more: rows.length > limit,
         };
       },

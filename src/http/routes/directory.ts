@@ -1,0 +1,94 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { sendableAgents } from "../../queries/connections.js";
+import { callerAccount } from "../auth.js";
+import { notFound } from "../errors.js";
+import { ambiguous, resolveAgent } from "../recipients.js";
+import type { RouteContext } from "../route-context.js";
+import { errors } from "../schemas.js";
+
+const sendableSchema = z.object({
+  id: z.uuid(),
+  agent_id: z.string(),
+  name: z.string().nullable(),
+  own: z.boolean(),
+  account_name: z.string().optional(),
+});
+
+const resolvedSchema = z.object({
+  agent_id: z.string(),
+  public_key: z.string().nullable(),
+  public_key_algorithm: z.literal("X25519"),
+  key_version: z.number().int().nullable(),
+  signing_public_key: z.string().nullable(),
+  connection_status: z.enum(["pending", "connected"]),
+});
+
+/** Spec 4.6 and 4.7: whom an agent may send to, and the keys to encrypt for them. */
+export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
+  const { db } = service;
+
+  return async (app) => {
+    const routes = app.withTypeProvider<ZodTypeProvider>();
+
+    routes.get(
+      "/v1/agents/sendable",
+      {
+        schema: {
+          tags: ["agents"],
+          summary: "Agents the caller may send to: its own first, then those of connected accounts",
+          response: { 200: z.object({ agents: z.array(sendableSchema) }), ...errors(401) },
+        },
+      },
+      async (request) => {
+        const caller = callerAccount(request);
+        const agents = await sendableAgents(db, caller.accountId);
+        return {
+          agents: agents.map((agent) => {
+            const own = agent.account_id === caller.accountId;
+            return {
+              id: agent.id,
+              agent_id: agent.agent_id,
+              name: agent.name,
+              own,
+              ...(own ? {} : { account_name: agent.account_name }),
+            };
+          }),
+        };
+      },
+    );
+
+    routes.get(
+      "/v1/agents/resolve",
+      {
+        schema: {
+          tags: ["agents"],
+          summary: "An agent's public keys by slug or UUID: own agents, or those of connected accounts",
+          querystring: z.object({
+            agent_id: z.string().min(1).max(64),
+            account: z.string().max(320).optional(),
+          }),
+          response: { 200: resolvedSchema, ...errors(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        const caller = callerAccount(request);
+        const { agent_id: ref, account } = request.query;
+        const resolution = await resolveAgent(db, caller.accountId, ref, account ?? null);
+        if (resolution.kind === "ambiguous") throw ambiguous(ref, resolution.candidates);
+        // Another account's agent without a connection is "not found", never "forbidden": no enumeration.
+        if (resolution.kind === "none") throw notFound("agent");
+        const agent = resolution.agent;
+        return {
+          agent_id: agent.agent_id,
+          public_key: agent.public_key,
+          public_key_algorithm: "X25519" as const,
+          key_version: agent.key_version,
+          signing_public_key: agent.signing_public_key,
+          connection_status: agent.connection_status as "pending" | "connected",
+        };
+      },
+    );
+  };
+}

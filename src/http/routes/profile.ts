@@ -1,0 +1,155 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { recordSeen } from "../../commands/agents.js";
+import { limitsOf } from "../../plans/catalog.js";
+import { findAccount } from "../../queries/accounts.js";
+import { findAgent } from "../../queries/agents.js";
+import { unreadBroadcastCount, urgentUnreadBroadcasts } from "../../queries/broadcasts.js";
+import { agentInbox, connectionCounts, pairedAgentSlugs } from "../../queries/profile.js";
+import latestVersions from "../../sdk/latest-versions.json" with { type: "json" };
+import { callerAccount } from "../auth.js";
+import { callingAgent } from "../calling-agent.js";
+import type { RouteContext } from "../route-context.js";
+import { errors, timestamp } from "../schemas.js";
+
+const RECENT_TRANSFERS = 5;
+const iso = (value: Date | string) => new Date(value).toISOString();
+const limit = z.number().int().nullable().describe("null: unlimited");
+
+const profileSchema = z.object({
+  agent: z.object({
+    id: z.uuid(),
+    agent_id: z.string(),
+    name: z.string().nullable(),
+    description: z.string().nullable(),
+    connection_status: z.literal("connected"),
+    key_version: z.number().int(),
+    public_key_algorithm: z.literal("X25519"),
+    last_seen_at: timestamp,
+  }),
+  account: z.object({ plan: z.string(), email: z.string() }),
+  plan_limits: z.object({
+    transfers_per_month: limit,
+    storage_bytes: limit,
+    max_file_size: limit,
+    max_agents: limit,
+    max_connections: limit,
+  }),
+  connections: z.object({
+    active: z.number().int(),
+    pending_incoming: z.number().int(),
+    pending_outgoing: z.number().int(),
+    paired_agents: z.array(z.string()),
+  }),
+  inbox: z.object({
+    unread_transfers: z.number().int(),
+    recent: z.array(
+      z.object({
+        id: z.string(),
+        sender: z.string(),
+        status: z.enum(["pending", "active"]),
+        file_count: z.number().int(),
+        total_size: z.number().int(),
+        message: z.string().nullable(),
+        is_encrypted: z.boolean(),
+        created_at: timestamp,
+        expires_at: timestamp,
+      }),
+    ),
+  }),
+  broadcasts: z.object({
+    unread_count: z.number().int(),
+    urgent: z.array(
+      z.object({
+        id: z.uuid(),
+        title: z.string(),
+        severity: z.enum(["action_required", "critical"]),
+        content: z.string(),
+        created_at: timestamp,
+      }),
+    ),
+  }),
+  sdk: z.object({ latest_versions: z.object({ node: z.string(), python: z.string(), mcp: z.string() }) }),
+});
+
+/** Spec 4.8: everything an agent needs at start-up, in one call, from read models only. */
+export function profileRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
+  const { db, deps, clock } = service;
+
+  return async (app) => {
+    app.withTypeProvider<ZodTypeProvider>().get(
+      "/v1/agents/me",
+      {
+        schema: {
+          tags: ["agents"],
+          summary: "The startup profile of the calling agent (X-Service-Agent, else the first connected one)",
+          response: { 200: profileSchema, ...errors(401, 404) },
+        },
+      },
+      async (request) => {
+        const caller = callerAccount(request);
+        const chosen = await callingAgent(db, request, caller.accountId);
+        await settle((await recordSeen(deps, chosen.id)).position);
+        const agent = (await findAgent(db, chosen.id)) ?? chosen;
+        const account = await findAccount(db, caller.accountId);
+        if (!account) throw new Error(`account ${caller.accountId} missing from the read model`);
+        const limits = limitsOf(account.plan);
+        const now = clock.now();
+        const [counts, paired, inbox, unread, urgent] = await Promise.all([
+          connectionCounts(db, account.id),
+          pairedAgentSlugs(db, account.id),
+          agentInbox(db, agent.id, now, RECENT_TRANSFERS),
+          unreadBroadcastCount(db, agent.id),
+          urgentUnreadBroadcasts(db, agent.id),
+        ]);
+        return {
+          agent: {
+            id: agent.id,
+            agent_id: agent.agent_id,
+            name: agent.name,
+            description: agent.description,
+            connection_status: "connected" as const,
+            key_version: agent.key_version ?? 1,
+            public_key_algorithm: "X25519" as const,
+            last_seen_at: iso(agent.last_seen_at ?? now),
+          },
+          account: { plan: account.plan, email: account.email },
+          plan_limits: {
+            transfers_per_month: limits.transfersPerMonth,
+            storage_bytes: limits.storageBytes,
+            max_file_size: limits.maxFileSize,
+            max_agents: limits.maxAgents,
+            max_connections: limits.maxConnections,
+          },
+          connections: { ...counts, paired_agents: paired },
+          inbox: {
+            unread_transfers: inbox.unread,
+            recent: inbox.recent.map((row) => ({
+              id: row.id,
+              sender: row.sender,
+              status: row.status as "pending" | "active",
+              file_count: row.file_count,
+              total_size: Number(row.total_size),
+              message: row.message,
+              is_encrypted: row.is_encrypted,
+              created_at: iso(row.created_at),
+              expires_at: iso(row.expires_at),
+            })),
+          },
+          broadcasts: {
+            unread_count: unread,
+            urgent: urgent.map((b) => ({
+              id: b.id,
+              title: b.title,
+              severity: b.severity as "action_required" | "critical",
+              content: b.content,
+              created_at: iso(b.created_at),
+            })),
+          },
+          sdk: { latest_versions: latestVersions },
+        };
+      },
+    );
+  };
+}

@@ -1,0 +1,206 @@
+import { randomBytes } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WrongExpectedVersionError } from "../../src/eventstore/port.js";
+import { randomPublicKey, startTestApp, type TestApp } from "../support/app.js";
+import { postgresServer, postgresSkipReason, titled } from "../support/databases.js";
+
+/** A multipart/form-data body built by hand: the text fields, then one part per file. */
+function multipart(fields: Record<string, string>, files: { name: string; data: Buffer; type?: string }[]) {
+  const boundary = `----handoff-${randomBytes(12).toString("hex")}`;
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(fields)) {
+    parts.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
+    );
+  }
+  for (const file of files) {
+    parts.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="${file.name}"\r\n` +
+          `Content-Type: ${file.type ?? "application/octet-stream"}\r\n\r\n`,
+      ),
+      file.data,
+      Buffer.from("\r\n"),
+    );
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+async function registerAgent(t: TestApp, apiKey: string, slug: string): Promise<void> {
+  const res = await t.call("POST", "/v1/agents/register", {
+    key: apiKey,
+    body: { agent_id: slug, public_key: randomPublicKey() },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+}
+
+/**
+ * Runs `run` and counts the appends the event store refuses for a stale expected version meanwhile:
+ * proof that the parallel requests really raced for one stream rather than running one after the
+ * other. `holdReadsMs` keeps each stream read waiting that long before it answers, so that requests
+ * which would otherwise run back to back (PGlite runs one request's queries almost at once, on its
+ * one connection) overlap: every decision is then made on a state others are about to change.
+ */
+async function countingConflicts<T>(
+  t: TestApp,
+  holdReadsMs: number,
+  run: () => Promise<T>,
+): Promise<{ result: T; conflicts: number }> {
+  const store = t.service.store;
+  const { appendMany, readStream } = store;
+  let conflicts = 0;
+  store.appendMany = async (appends) => {
+    try {
+      return await appendMany.call(store, appends);
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) conflicts++;
+      throw error;
+    }
+  };
+  if (holdReadsMs > 0) {
+    store.readStream = async (streamId) => {
+      const events = await readStream.call(store, streamId);
+      await delay(holdReadsMs);
+      return events;
+    };
+  }
+  try {
+    return { result: await run(), conflicts };
+  } finally {
+    store.appendMany = appendMany;
+    store.readStream = readStream;
+  }
+}
+
+/** Counts of each status code, e.g. {200: 5, 410: 35}. */
+function tally(statuses: number[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1;
+  return counts;
+}
+
+/**
+ * Decisions 3.14 and the download counter: a limit holds however many requests race for it,
+ * because the transfer's stream and the account's quota stream are appended with an expected
+ * version, not checked against a read model. On PostgreSQL the app's connection pool gives
+ * real parallelism; on PGlite, whose one connection would run the requests nearly one after the
+ * other, stream reads are held a few milliseconds so that the requests overlap. Either way the
+ * tests check that the appends really collided.
+ */
+for (const database of ["pglite", "postgres"] as const) {
+  const skip = database === "postgres" && !postgresServer;
+  describe.skipIf(skip)(
+    titled(
+      `parallel downloads and uploads on ${database}`,
+      database === "postgres" ? postgresSkipReason : "",
+    ),
+    () => {
+      const holdReadsMs = database === "pglite" ? 5 : 0;
+      let t: TestApp;
+      beforeAll(async () => {
+        t = await startTestApp({ database });
+      });
+      afterAll(async () => t?.close());
+
+      it("serves exactly max_downloads of 40 parallel downloads and answers 410 GONE to the rest", async () => {
+        const { apiKey, accountId } = await t.newAccount("team");
+        await registerAgent(t, apiKey, "sender");
+        await registerAgent(t, apiKey, "receiver");
+        // The download endpoint allows 30 requests a minute per API key (spec section 8): spread
+        // the 40 over two keys of the account, so every refusal below is the download limit's.
+        const second = await t.call("POST", `/v1/accounts/${accountId}/api-keys`, {
+          key: apiKey,
+          body: { name: "second" },
+        });
+        expect(second.statusCode, second.body).toBe(201);
+        const keys = [apiKey, second.json().api_key as string];
+
+        const form = multipart(
+          { mode: "agent-to-agent", sender: "sender", recipient: "receiver", max_downloads: "5" },
+          [{ name: "report.txt", data: Buffer.from("five downloads, no more"), type: "text/plain" }],
+        );
+        const created = await t.app.inject({
+          method: "POST",
+          url: "/v1/transfers",
+          headers: { authorization: `Bearer ${apiKey}`, "content-type": form.contentType },
+          payload: form.payload,
+        });
+        expect(created.statusCode, created.body).toBe(201);
+        const id = created.json().id as string;
+        expect(created.json()).toMatchObject({ status: "active", max_downloads: 5, downloads: 0 });
+
+        const { result: responses, conflicts } = await countingConflicts(t, holdReadsMs, () =>
+          Promise.all(
+            Array.from({ length: 40 }, (_, i) =>
+              t.call("GET", `/v1/transfers/${id}/download`, { key: keys[i % 2] }),
+            ),
+          ),
+        );
+        expect(conflicts, "the downloads never raced for the transfer's stream").toBeGreaterThan(0);
+        expect(tally(responses.map((r) => r.statusCode))).toEqual({ 200: 5, 410: 35 });
+        for (const r of responses.filter((r) => r.statusCode === 410)) {
+          expect(r.json()).toEqual({ error: { code: "GONE", message: expect.any(String), status: 410 } });
+        }
+        // Each served download saw its own count: 1 to 5, each once.
+        const served = responses.filter((r) => r.statusCode === 200).map((r) => r.json());
+        expect(served.map((body) => body.downloads).sort()).toEqual([1, 2, 3, 4, 5]);
+        expect(served.map((body) => body.downloads_remaining).sort()).toEqual([0, 1, 2, 3, 4]);
+
+        const read = await t.call("GET", `/v1/transfers/${id}`, { key: apiKey });
+        expect(read.statusCode, read.body).toBe(200);
+        expect(read.json()).toMatchObject({ downloads: 5, max_downloads: 5, status: "downloaded" });
+
+        const events = await t.service.store.readStream(`transfer-${id}`);
+        expect(events.filter((e) => e.type === "DownloadRecorded")).toHaveLength(5);
+        expect(events.filter((e) => e.type === "DownloadRecorded").map((e) => e.data.downloads)).toEqual([
+          1, 2, 3, 4, 5,
+        ]);
+        expect(events.filter((e) => e.type === "TransferDownloaded")).toHaveLength(1);
+      });
+
+      it("lets 20 parallel presigned creations take exactly the 5 transfers left of a free month", async () => {
+        const { apiKey, accountId } = await t.newAccount("free");
+        await registerAgent(t, apiKey, "sender");
+        await registerAgent(t, apiKey, "receiver");
+        const presigned = (n: number) =>
+          t.call("POST", "/v1/transfers/presigned", {
+            key: apiKey,
+            body: {
+              mode: "agent-to-agent",
+              sender: "sender",
+              recipient: "receiver",
+              files: [{ name: `file-${n}.bin`, size: 1024 }],
+            },
+          });
+
+        for (let n = 0; n < 45; n++) {
+          const res = await presigned(n);
+          expect(res.statusCode, res.body).toBe(201);
+        }
+
+        const { result: responses, conflicts } = await countingConflicts(t, holdReadsMs, () =>
+          Promise.all(Array.from({ length: 20 }, (_, i) => presigned(45 + i))),
+        );
+        expect(conflicts, "the creations never raced for the quota stream").toBeGreaterThan(0);
+        expect(tally(responses.map((r) => r.statusCode))).toEqual({ 201: 5, 403: 15 });
+        for (const r of responses.filter((r) => r.statusCode === 403)) {
+          expect(r.json()).toEqual({
+            error: { code: "QUOTA_EXCEEDED", message: expect.any(String), status: 403 },
+          });
+        }
+
+        const list = await t.call("GET", "/v1/transfers?direction=sent&limit=1", { key: apiKey });
+        expect(list.statusCode, list.body).toBe(200);
+        expect(list.json().total).toBe(50);
+        const usage = await t.service.store.readStream(`usage-${accountId}`);
+        expect(usage.filter((e) => e.type === "TransferCounted")).toHaveLength(50);
+        // The month is used up: one more, even alone, is refused.
+        const after = await presigned(99);
+        expect(after.statusCode, after.body).toBe(403);
+        expect(after.json().error.code).toBe("QUOTA_EXCEEDED");
+      });
+    },
+  );
+}
