@@ -200,9 +200,8 @@ export class KurrentEventStore implements EventStore {
       expectedState: toStreamState(a.expected),
       events: a.events.map(toSessionEventData),
     }));
-    let committed: bigint;
     try {
-      committed = (await this.client.multiStreamAppend(requests)).position;
+      await this.client.multiStreamAppend(requests);
     } catch (error) {
       if (!(error instanceof KurrentWrongExpectedVersion)) throw error;
       const stored = await this.alreadyStored(appends);
@@ -215,8 +214,22 @@ export class KurrentEventStore implements EventStore {
       );
     }
     this.signal.notify();
-    // The commit position of the last record; each record of a commit is a committed prepare.
-    return { position: encodePosition({ commit: committed, prepare: committed }) };
+    // The call answers with one log position for the whole commit; the positions that readAll
+    // reports are per event, so read back where each stream now ends and take the furthest.
+    const ends = await Promise.all(appends.map((a) => this.lastPositionOf(a.streamId)));
+    return { position: ends.sort().at(-1) ?? "" };
+  }
+
+  /** Where a stream ends now: the position of its last event. */
+  private async lastPositionOf(streamId: string): Promise<Position> {
+    for await (const resolved of this.client.readStream(streamId, {
+      fromRevision: END,
+      direction: BACKWARDS,
+      maxCount: 1,
+    })) {
+      if (resolved.event) return positionOf(resolved.event, resolved.commitPosition);
+    }
+    throw new Error(`stream ${streamId} is empty right after an append to it`);
   }
 
   async readStream(streamId: string): Promise<RecordedEvent[]> {
