@@ -225,5 +225,22 @@ describe("account connections", () => {
     expect(retried.statusCode, retried.body).toBe(201);
     const inB = (await t.call("GET", "/v1/transfers?direction=received", { key: b.apiKey })).json();
     expect(inB.transfers.map((x: { id: string }) => x.id)).toEqual([retried.json().id]);
+
+    const presigned = {
+      sender: "alice",
+      recipient: "helper",
+      mode: "agent-to-agent",
+      files: [{ name: "a.bin", size: 3 }],
+    };
+    expectError(
+      await t.call("POST", "/v1/transfers/presigned", { key: a.apiKey, body: presigned }),
+      400,
+      "AMBIGUOUS_RECIPIENT",
+    );
+    const toC = await t.call("POST", "/v1/transfers/presigned", {
+      key: a.apiKey,
+      body: { ...presigned, recipient_account: c.accountId },
+    });
+    expect(toC.statusCode, toC.body).toBe(201);
   });
 });
