@@ -2,15 +2,9 @@ import { accountDecider } from "../../domain/account.js";
 import { billingPeriodStart } from "../../domain/billing.js";
 import { streams } from "../../domain/streams.js";
 import {
-  type AtRestEncryption,
-  type HumanRecipient,
   releasesStorage,
   type TransferCommand,
-  type TransferEncryption,
-  type TransferFile,
-  type TransferParties,
   type TransferState,
-  type TransferTerms,
   transferDecider,
 } from "../../domain/transfer.js";
 import { storageInUse, usageDecider } from "../../domain/usage.js";
@@ -19,16 +13,8 @@ import { limitsOf } from "../plans/catalog.js";
 import type { CommandDeps } from "./deps.js";
 import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
 
-export interface NewTransfer {
-  transferId: string;
-  presigned: boolean;
-  parties: TransferParties;
-  human: HumanRecipient | null;
-  atRest: AtRestEncryption | null;
-  terms: TransferTerms;
-  files: TransferFile[];
-  encryption: TransferEncryption;
-}
+/** What a new transfer is made of: the CreateTransfer command less the time the handler stamps. */
+export type NewTransfer = Omit<Extract<TransferCommand, { type: "CreateTransfer" }>, "type" | "now">;
 
 /**
  * Records a new transfer and counts it on the sender's quota stream in one atomic append, so the

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { afterEach, describe, expect, it } from "vitest";
+import { expect } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { openService } from "../../src/service.js";
 import { ADMIN_TOKEN } from "../support/app.js";
-import { freshPostgres, postgresServer, postgresSkipReason, tempDir, titled } from "../support/databases.js";
+import { onEmbeddedAndPostgres } from "../support/process-suites.js";
 import { dumpReadModels } from "../support/read-models.js";
 import { runCli, ServerProcess } from "../support/server-process.js";
 
@@ -78,32 +78,9 @@ async function crashAndRecover(env: Record<string, string>) {
   expect(await readModelsOf(env)).toEqual(recovered);
 }
 
-describe("crash recovery", () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-
-  it("on embedded PGlite: read models after a SIGKILL and restart equal a rebuild from the log", async () => {
-    const dir = tempDir();
-    cleanups.push(() => dir.remove());
-    await crashAndRecover({ DATA_DIR: dir.path, ADMIN_TOKEN });
-  }, 240_000);
-
-  it.skipIf(!postgresServer)(
-    titled(
-      "on PostgreSQL: read models after a SIGKILL and restart equal a rebuild from the log",
-      postgresSkipReason,
-    ),
-    async () => {
-      const dir = tempDir();
-      const database = await freshPostgres(postgresServer as string);
-      cleanups.push(
-        () => dir.remove(),
-        () => database.drop(),
-      );
-      await crashAndRecover({ DATA_DIR: dir.path, ADMIN_TOKEN, DATABASE_URL: database.url });
-    },
-    240_000,
-  );
-});
+onEmbeddedAndPostgres(
+  "crash recovery",
+  "read models after a SIGKILL and restart equal a rebuild from the log",
+  crashAndRecover,
+  240_000,
+);

@@ -2,11 +2,11 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { expect } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { openService } from "../../src/service.js";
 import { ADMIN_TOKEN, randomPublicKey } from "../support/app.js";
-import { freshPostgres, postgresServer, postgresSkipReason, tempDir, titled } from "../support/databases.js";
+import { onEmbeddedAndPostgres } from "../support/process-suites.js";
 import { ServerProcess } from "../support/server-process.js";
 
 /** A running server process with what it wrote to stderr, for failure messages. */
@@ -186,32 +186,9 @@ async function expiryOutlivesRestart(env: Record<string, string>) {
   }
 }
 
-describe("expiry across a restart", () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-
-  it("on embedded PGlite: a transfer expires, answers 410 and loses its file data after a SIGKILL and restart", async () => {
-    const dir = tempDir();
-    cleanups.push(() => dir.remove());
-    await expiryOutlivesRestart({ DATA_DIR: dir.path, ADMIN_TOKEN });
-  }, 180_000);
-
-  it.skipIf(!postgresServer)(
-    titled(
-      "on PostgreSQL: a transfer expires, answers 410 and loses its file data after a SIGKILL and restart",
-      postgresSkipReason,
-    ),
-    async () => {
-      const dir = tempDir();
-      const database = await freshPostgres(postgresServer as string);
-      cleanups.push(
-        () => dir.remove(),
-        () => database.drop(),
-      );
-      await expiryOutlivesRestart({ DATA_DIR: dir.path, ADMIN_TOKEN, DATABASE_URL: database.url });
-    },
-    180_000,
-  );
-});
+onEmbeddedAndPostgres(
+  "expiry across a restart",
+  "a transfer expires, answers 410 and loses its file data after a SIGKILL and restart",
+  expiryOutlivesRestart,
+  180_000,
+);
