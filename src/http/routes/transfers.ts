@@ -8,10 +8,11 @@ import { blobKey } from "../../blobs/keys.js";
 import { changeTransfer, createTransfer, storageInUseNow } from "../../commands/transfers.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
-import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
+import { findConnectedAgentBySlug } from "../../queries/agents.js";
 import { findVisibleTransfer, inboxPage, listTransfers, type TransferRow } from "../../queries/transfers.js";
 import { seal } from "../../security/secrets.js";
 import { callerAccount } from "../auth.js";
+import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
 import { type ResolvedParties, resolveParties } from "../parties.js";
 import { presentTransfer } from "../presenters.js";
@@ -37,7 +38,6 @@ import {
 const DOWNLOAD_LINK_MS = 15 * 60 * 1000;
 const UPLOAD_LINK_MS = 60 * 60 * 1000;
 const MAX_WAIT_SECONDS = 30;
-const AGENT_HEADER = "x-service-agent";
 /** The purpose a transfer's at-rest data key is sealed for under the server key. */
 export const DATA_KEY_PURPOSE = "transfer-data-key";
 
@@ -119,19 +119,6 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
     const row = await findVisibleTransfer(db, id, accountId);
     if (!row) throw new Error(`transfer ${id} missing from the read model after its write settled`);
     return row;
-  }
-
-  /** The agent named by X-Service-Agent on the caller's account, or null without the header. */
-  async function headerAgent(request: FastifyRequest, accountId: string): Promise<AgentRow | null> {
-    const slug = request.headers[AGENT_HEADER];
-    if (typeof slug !== "string" || slug === "") return null;
-    const agent = await findConnectedAgentBySlug(db, accountId, slug);
-    if (!agent)
-      throw validationError(
-        `X-Service-Agent '${slug}' is not a connected agent of this account`,
-        "headers.x-service-agent",
-      );
-    return agent;
   }
 
   return async (app) => {
@@ -442,7 +429,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         const caller = callerAccount(request);
         const { agent_id: slug, cursor, limit, wait } = request.query;
         const agent =
-          (await headerAgent(request, caller.accountId)) ??
+          (await namedAgent(db, request, caller.accountId)) ??
           (slug ? ((await findConnectedAgentBySlug(db, caller.accountId, slug)) ?? null) : null);
         if (slug && !agent)
           throw validationError(`agent_id '${slug}' is not a connected agent of this account`, "agent_id");
@@ -543,7 +530,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         if (row.recipient_account_id !== caller.accountId) {
           throw new HttpError(403, "FORBIDDEN", "only the recipient side may download a transfer");
         }
-        const agent = await headerAgent(request, caller.accountId);
+        const agent = await namedAgent(db, request, caller.accountId);
         if (agent && row.recipient_agent_id && agent.id !== row.recipient_agent_id) {
           throw new HttpError(403, "FORBIDDEN", "this transfer is addressed to another agent");
         }
