@@ -198,3 +198,26 @@ describe("Idempotency-Key", () => {
     expect(await agentsOf(apiKey)).toEqual([]);
   });
 });
+
+describe("/readyz names what is missing", () => {
+  it("answers 503 NOT_READY naming the blob store when file storage fails", async () => {
+    const t = await startTestApp();
+    try {
+      const ping = t.service.blobs.ping.bind(t.service.blobs);
+      t.service.blobs.ping = async () => {
+        throw new Error("disk gone");
+      };
+      const res = await t.call("GET", "/readyz");
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error).toMatchObject({
+        code: "NOT_READY",
+        status: 503,
+        details: [{ path: "blob_store" }],
+      });
+      t.service.blobs.ping = ping;
+      expect((await t.call("GET", "/readyz")).statusCode).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+});

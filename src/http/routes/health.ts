@@ -43,6 +43,9 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
         if (!(await answers(() => service.db.raw("select 1")))) {
           missing.push({ path: "database", message: "does not answer" });
         }
+        if (!(await answers(() => service.blobs.ping()))) {
+          missing.push({ path: "blob_store", message: "does not answer" });
+        }
         let head: string | null = null;
         if (!(await answers(async () => (head = await service.store.headPosition())))) {
           missing.push({ path: "event_store", message: "does not answer" });
