@@ -39,7 +39,7 @@ export interface ReceivedForm {
   files: TransferFile[];
   /** The key the files were encrypted under at rest, or null. */
   dataKey: Buffer | null;
-  /** SHA-256 over the fields and files as received, for Idempotency-Key. */
+  /** SHA-256 over the fields and files as received, for Idempotency-Key ("" without that header). */
   fingerprint: string;
 }
 
@@ -79,13 +79,16 @@ async function storeFile(
   contentType: string,
   maxBytes: number | null,
   dataKey: Buffer | null,
-  fingerprint: Hash,
+  fingerprint: Hash | null,
 ): Promise<number> {
   const counter = new ByteCounter(maxBytes);
+  const stages: Transform[] = [
+    ...(fingerprint ? [new HashTap(fingerprint)] : []),
+    counter,
+    ...(dataKey ? [new EncryptRecords(dataKey)] : []),
+  ];
   // pipeline() hands back its last stream; an error anywhere (too large included) destroys it.
-  const body = dataKey
-    ? pipeline(file, new HashTap(fingerprint), counter, new EncryptRecords(dataKey), () => {})
-    : pipeline(file, new HashTap(fingerprint), counter, () => {});
+  const body = pipeline([file, ...stages], () => {}) as unknown as Readable;
   await blobs.put(key, body, {
     maxBytes: null,
     contentType: dataKey ? "application/octet-stream" : contentType,
@@ -123,7 +126,8 @@ export async function receiveMultipart(
   let dataKey: Buffer | null | undefined;
   const fields = new Map<string, string[]>();
   const files: TransferFile[] = [];
-  const fingerprint = createHash("sha256");
+  // Hashing every byte costs CPU: only a request that may be repeated (Idempotency-Key) pays it.
+  const fingerprint = request.headers["idempotency-key"] === undefined ? null : createHash("sha256");
   let stored = 0;
   try {
     for await (const part of request.parts()) {
@@ -133,7 +137,7 @@ export async function receiveMultipart(
           throw validationError("text must not contain NUL (U+0000) characters", part.fieldname);
         }
         fields.set(part.fieldname, [...(fields.get(part.fieldname) ?? []), value]);
-        fingerprint.update(`field ${JSON.stringify([part.fieldname, value])}\n`);
+        fingerprint?.update(`field ${JSON.stringify([part.fieldname, value])}\n`);
         continue;
       }
       if (part.fieldname !== "files") {
@@ -150,7 +154,7 @@ export async function receiveMultipart(
       );
       const type = part.mimetype || "application/octet-stream";
       files.push({ fileId, name: part.filename, size: 0, type, encryptionIv: null });
-      fingerprint.update(`file ${JSON.stringify([part.filename, type])}\n`);
+      fingerprint?.update(`file ${JSON.stringify([part.filename, type])}\n`);
       if (dataKey === undefined) dataKey = atRestKeyFor(fields);
       try {
         const key = blobKey(transferId, fileId);
@@ -172,5 +176,5 @@ export async function receiveMultipart(
     await blobs.delete(files.map((file) => blobKey(transferId, file.fileId)));
     throw clientError(error);
   }
-  return { fields, files, dataKey: dataKey ?? null, fingerprint: fingerprint.digest("hex") };
+  return { fields, files, dataKey: dataKey ?? null, fingerprint: fingerprint?.digest("hex") ?? "" };
 }
