@@ -49,6 +49,12 @@ export interface ServiceOptions {
   onProjectionError?: (error: unknown) => void;
 }
 
+/**
+ * PGlite runs in this thread and no other process can write to it: every append wakes the
+ * subscribers directly, and frequent idle polls would only take CPU from requests.
+ */
+const EMBEDDED_IDLE_POLL_MS = 5000;
+
 /** S3 when S3_BUCKET is set, else files under DATA_DIR/blobs served through signed local URLs. */
 function openBlobStore(
   config: Config,
@@ -77,7 +83,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   await migrate(db);
   const store: EventStore = config.eventStoreUrl
     ? await KurrentEventStore.connect(config.eventStoreUrl)
-    : new PostgresEventStore(db);
+    : new PostgresEventStore(db, config.databaseUrl ? undefined : EMBEDDED_IDLE_POLL_MS);
   const testClock = config.testClock ? new AdjustableClock() : null;
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);

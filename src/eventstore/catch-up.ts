@@ -27,7 +27,8 @@ export class AppendSignal {
   }
 }
 
-const IDLE_POLL_MS = 250;
+/** How often an idle subscription looks for appends made by other processes. */
+export const DEFAULT_IDLE_POLL_MS = 250;
 const ERROR_PAUSE_MS = 1000;
 
 /** A catch-up subscription built on `readAll`: reads batch after batch, then waits for more. */
@@ -35,6 +36,7 @@ export function pollingSubscription(
   readAll: (from: Position | null, limit: number) => Promise<RecordedEvent[]>,
   signal: AppendSignal,
   options: SubscribeOptions,
+  idlePollMs = DEFAULT_IDLE_POLL_MS,
 ): Subscription {
   let running = true;
   let position = options.from;
@@ -46,7 +48,7 @@ export function pollingSubscription(
         const batch = await readAll(position, batchSize);
         if (!running) break;
         if (batch.length === 0) {
-          await signal.wait(IDLE_POLL_MS);
+          await signal.wait(idlePollMs);
           continue;
         }
         await options.handle(batch);

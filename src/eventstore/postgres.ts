@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import { AppendSignal, pollingSubscription } from "./catch-up.js";
+import { AppendSignal, DEFAULT_IDLE_POLL_MS, pollingSubscription } from "./catch-up.js";
 import {
   ANY,
   type AppendResult,
@@ -64,7 +64,14 @@ const EVENT_COLUMNS =
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
 
-  constructor(private readonly db: Knex) {}
+  /**
+   * `idlePollMs`: how often idle subscribers look for appends by other processes. Appends by this
+   * process wake them at once; an embedded database has no other process, so it can poll rarely.
+   */
+  constructor(
+    private readonly db: Knex,
+    private readonly idlePollMs = DEFAULT_IDLE_POLL_MS,
+  ) {}
 
   async append(streamId: string, expected: ExpectedVersion, events: EventToAppend[]): Promise<AppendResult> {
     const results = await this.commit([{ streamId, expected, events }]);
@@ -116,7 +123,12 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribe(options: SubscribeOptions): Subscription {
-    return pollingSubscription((from, limit) => this.readAll(from, limit), this.signal, options);
+    return pollingSubscription(
+      (from, limit) => this.readAll(from, limit),
+      this.signal,
+      options,
+      this.idlePollMs,
+    );
   }
 
   async ping(): Promise<void> {
