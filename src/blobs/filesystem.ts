@@ -16,6 +16,13 @@ import {
 } from "./port.js";
 
 /**
+ * Bytes moved per chunk along file streams. Fewer, larger buffers than Node's 16–64 KiB defaults
+ * mean far less garbage per GiB (bench/: download CPU per GiB fell by about half); a few MiB per
+ * transfer in flight is the price.
+ */
+export const STREAM_CHUNK = 1 << 20;
+
+/**
  * Passes bytes through and counts them; fails with BlobTooLargeError as soon as the count goes
  * over `maxBytes` (null: no limit), so a too-large body is refused without being read to its end.
  */
@@ -23,7 +30,7 @@ export class ByteCounter extends Transform {
   bytes = 0;
 
   constructor(private readonly maxBytes: number | null) {
-    super();
+    super({ highWaterMark: STREAM_CHUNK });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -73,7 +80,7 @@ export class FileSystemBlobStore implements BlobStore {
       // The file exists before any byte flows, so the clean-up below always has it to remove. The
       // stream closes it, flushed to disk first so that a renamed blob is whole after a crash.
       const file = await open(temp, "wx", 0o600);
-      await pipeline(body, counter, file.createWriteStream({ flush: true }));
+      await pipeline(body, counter, file.createWriteStream({ flush: true, highWaterMark: STREAM_CHUNK }));
       await this.moveIntoPlace(temp, target);
       return { size: counter.bytes };
     } catch (error) {
@@ -91,10 +98,14 @@ export class FileSystemBlobStore implements BlobStore {
     });
     try {
       const { size } = await file.stat();
-      if (!range) return file.createReadStream();
+      if (!range) return file.createReadStream({ highWaterMark: STREAM_CHUNK });
       if (range.start >= size)
         throw new RangeError(`range ${range.start}-${range.end} not satisfiable: size ${size}`);
-      return file.createReadStream({ start: range.start, end: Math.min(range.end, size - 1) });
+      return file.createReadStream({
+        start: range.start,
+        end: Math.min(range.end, size - 1),
+        highWaterMark: STREAM_CHUNK,
+      });
     } catch (error) {
       await file.close();
       throw error;

@@ -3,7 +3,7 @@ import { pipeline, type Readable, Transform, type TransformCallback } from "node
 import type {} from "@fastify/multipart";
 import type { FastifyRequest } from "fastify";
 import type { TransferFile } from "../../domain/transfer.js";
-import { ByteCounter } from "../blobs/filesystem.js";
+import { ByteCounter, STREAM_CHUNK } from "../blobs/filesystem.js";
 import { blobKey } from "../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../blobs/port.js";
 import { EncryptRecords } from "../security/record-cipher.js";
@@ -59,7 +59,7 @@ export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Buffer | null
 /** Passes bytes on unchanged while feeding them to a hash: the upload's fingerprint. */
 class HashTap extends Transform {
   constructor(private readonly hash: Hash) {
-    super();
+    super({ highWaterMark: STREAM_CHUNK });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {

@@ -4,6 +4,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { TransferEncryption, TransferFile, TransferTerms } from "../../../domain/transfer.js";
+import { STREAM_CHUNK } from "../../blobs/filesystem.js";
 import { blobKey } from "../../blobs/keys.js";
 import { changeTransfer, createTransfer, storageInUseNow } from "../../commands/transfers.js";
 import { limitsOf } from "../../plans/catalog.js";
@@ -130,6 +131,8 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         // Sizes are enforced while streaming, against the plan (413 FILE_TOO_LARGE), not by the parser;
         // file names keep their paths so that a path is refused, never silently cut.
         preservePath: true,
+        fileHwm: STREAM_CHUNK,
+        highWaterMark: STREAM_CHUNK,
         limits: {
           fileSize: Number.MAX_SAFE_INTEGER,
           files: 100,
