@@ -1,32 +1,11 @@
 import { describe, expect, it } from "vitest";
-import {
-  type AccountCommand,
-  type AccountContext,
-  type AccountEvent,
-  accountDecider,
-  claimEmail,
-} from "../../domain/account.js";
+import { type AccountCommand, type AccountEvent, accountDecider, claimEmail } from "../../domain/account.js";
 import { DomainError } from "../../domain/decider.js";
-import type { PlanLimits } from "../../domain/plan-limits.js";
-import { given } from "./given.js";
+import { given, planContext } from "./given.js";
 
 const NOW = "2026-01-01T00:00:00.000Z";
 
-function context(limits: Partial<PlanLimits> = {}): AccountContext {
-  return {
-    limits: {
-      transfersPerMonth: null,
-      maxFileSize: null,
-      storageBytes: null,
-      invitesPerDay: 5,
-      maxRetentionSeconds: null,
-      maxAgents: null,
-      maxConnections: null,
-      maxApiKeys: null,
-      ...limits,
-    },
-  };
-}
+const context = planContext;
 
 const created: AccountEvent = {
   type: "AccountCreated",

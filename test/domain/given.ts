@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import { type Decider, DomainError, type DomainErrorCode, fold } from "../../domain/decider.js";
+import type { PlanLimits } from "../../domain/plan-limits.js";
 
 /** The context argument: required unless the decider's context may be undefined. */
 type ContextArg<Context> = undefined extends Context ? [context?: Context] : [context: Context];
@@ -31,6 +32,23 @@ export function given<Command, Event, State, Context>(
           expect((decision as DomainError).code).toBe(code);
         },
       };
+    },
+  };
+}
+
+/** A plan context with no limits but those given (invitations: the spec's 5 a day). */
+export function planContext(limits: Partial<PlanLimits> = {}): { limits: PlanLimits } {
+  return {
+    limits: {
+      transfersPerMonth: null,
+      maxFileSize: null,
+      storageBytes: null,
+      invitesPerDay: 5,
+      maxRetentionSeconds: null,
+      maxAgents: null,
+      maxConnections: null,
+      maxApiKeys: null,
+      ...limits,
     },
   };
 }

@@ -1,29 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { DomainError, fold } from "../../domain/decider.js";
-import type { PlanLimits } from "../../domain/plan-limits.js";
-import { storageInUse, type UsageContext, type UsageEvent, usageDecider } from "../../domain/usage.js";
-import { given } from "./given.js";
+import { storageInUse, type UsageEvent, usageDecider } from "../../domain/usage.js";
+import { given, planContext } from "./given.js";
 
 const MARCH = "2026-03-15";
 const APRIL = "2026-04-15";
 const NOW = "2026-03-20T00:00:00.000Z";
 const EXPIRES = "2026-03-21T00:00:00.000Z";
 
-function context(limits: Partial<PlanLimits> = {}): UsageContext {
-  return {
-    limits: {
-      transfersPerMonth: null,
-      maxFileSize: null,
-      storageBytes: null,
-      invitesPerDay: 5,
-      maxRetentionSeconds: null,
-      maxAgents: null,
-      maxConnections: null,
-      maxApiKeys: null,
-      ...limits,
-    },
-  };
-}
+const context = planContext;
 
 function counted(transferId: string, period: string, bytes: number): UsageEvent {
   return { type: "TransferCounted", data: { transferId, period, bytes, expiresAt: EXPIRES } };
