@@ -8,12 +8,12 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../test/support/server-process.js";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const KiB = 1024;
@@ -38,16 +38,6 @@ const EXTERNAL_VARIABLES = [
 ];
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  server.close();
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
 
 /** A fresh directory under the OS temp dir; removed by `cleanup()`. Both servers of a run share it. */
 export function tempRoot(prefix: string): { dir: string; cleanup: () => void } {

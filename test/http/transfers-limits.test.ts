@@ -14,6 +14,7 @@ import {
   newParties,
   type PresignedBody,
   postPresigned,
+  postTransfer,
   presignedOk,
   sendTransfer,
 } from "./transfer-helpers.js";
@@ -55,14 +56,7 @@ describe("rate-limit headers on the transfer endpoints (spec section 8)", () => 
     const { apiKey } = await newParties(t);
     await startOfWindow();
 
-    const created = await t.app.inject({
-      method: "POST",
-      url: "/v1/transfers",
-      ...(await (async () => {
-        const { payload, contentType } = await multipart(A2A, file());
-        return { payload, headers: { "content-type": contentType, authorization: `Bearer ${apiKey}` } };
-      })()),
-    });
+    const created = await postTransfer(t, apiKey, file());
     expect(created.statusCode, created.body).toBe(201);
     expectRateHeaders(created, 60, 59);
     const id = created.json().id as string;
@@ -202,13 +196,7 @@ describe("429 RATE_LIMITED", () => {
       const res = await t.call("POST", "/v1/transfers", { key: apiKey, body: {} });
       expect(res.statusCode).toBe(415);
     }
-    const { payload, contentType } = await multipart(A2A, file());
-    const limited = await t.app.inject({
-      method: "POST",
-      url: "/v1/transfers",
-      payload,
-      headers: { "content-type": contentType, authorization: `Bearer ${apiKey}` },
-    });
+    const limited = await postTransfer(t, apiKey, file());
     expectError(limited, 429, "RATE_LIMITED");
     expect((await listTransfers(t, apiKey)).total).toBe(0);
     await advanceClock(t, 60);
@@ -284,17 +272,7 @@ describe("Idempotency-Key", () => {
     // uploads whose bodies happen to have the same length are different bodies.
     const { apiKey } = await newParties(t);
     const post = async (data: Buffer) => {
-      const { payload, contentType } = await multipart(A2A, [{ name: "m.bin", data }]);
-      return t.app.inject({
-        method: "POST",
-        url: "/v1/transfers",
-        payload,
-        headers: {
-          "content-type": contentType,
-          authorization: `Bearer ${apiKey}`,
-          "idempotency-key": "mp-2",
-        },
-      });
+      return postTransfer(t, apiKey, [{ name: "m.bin", data }], A2A, { "idempotency-key": "mp-2" });
     };
     const first = await post(bytes(100));
     expect(first.statusCode, first.body).toBe(201);
@@ -306,16 +284,8 @@ describe("Idempotency-Key", () => {
   it("multipart: the same key with a body of another length → 409", async () => {
     const { apiKey } = await newParties(t);
     const post = async (size: number) => {
-      const { payload, contentType } = await multipart(A2A, [{ name: "m.bin", data: bytes(size) }]);
-      return t.app.inject({
-        method: "POST",
-        url: "/v1/transfers",
-        payload,
-        headers: {
-          "content-type": contentType,
-          authorization: `Bearer ${apiKey}`,
-          "idempotency-key": "mp-3",
-        },
+      return postTransfer(t, apiKey, [{ name: "m.bin", data: bytes(size) }], A2A, {
+        "idempotency-key": "mp-3",
       });
     };
     expect((await post(100)).statusCode).toBe(201);
