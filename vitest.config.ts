@@ -1,8 +1,13 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  resolve: {
+    // Tests run the SDK from its TypeScript sources, as tsc and tsx do (the "source" condition).
+    alias: { "@handoff/sdk": fileURLToPath(new URL("./packages/sdk/src/index.ts", import.meta.url)) },
+  },
   test: {
-    include: ["test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
     pool: "forks",
     // Two cores here and in CI; each PGlite instance holds a few hundred MB.

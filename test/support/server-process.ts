@@ -4,7 +4,8 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CLI = ["--import", "tsx", "src/cli.ts"];
+// The "source" condition runs the workspace SDK from its TypeScript sources, as the tests do.
+const CLI = ["--conditions=source", "--import", "tsx", "src/cli.ts"];
 
 export async function freePort(): Promise<number> {
   const server = createServer();
