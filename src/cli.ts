@@ -83,14 +83,12 @@ async function projectionsRebuild(args: string[]): Promise<void> {
   if (unknown.length > 0) throw new UsageError(`unknown projection: ${unknown.join(", ")}`);
   const service = await openService(loadConfig(process.env), { runProjections: false });
   try {
-    for (const name of names) {
-      const started = Date.now();
-      await service.engine.rebuild(name, ({ events, done }) => {
-        const line = `${name}: ${events} events${done ? ` rebuilt in ${((Date.now() - started) / 1000).toFixed(1)} s` : "…"}`;
-        if (process.stderr.isTTY) process.stderr.write(`\r${line}${done ? "\n" : ""}`);
-        else if (done) process.stderr.write(`${line}\n`);
-      });
-    }
+    const started = Date.now();
+    await service.engine.rebuild(names, ({ projection, events, done }) => {
+      const line = `${projection}: ${events} events${done ? ` rebuilt in ${((Date.now() - started) / 1000).toFixed(1)} s` : "…"}`;
+      if (process.stderr.isTTY) process.stderr.write(`\r${line}${done ? "\n" : ""}`);
+      else if (done) process.stderr.write(`${line}\n`);
+    });
   } finally {
     await service.close();
   }

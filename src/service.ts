@@ -83,7 +83,10 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   await migrate(db);
   const store: EventStore = config.eventStoreUrl
     ? await KurrentEventStore.connect(config.eventStoreUrl)
-    : new PostgresEventStore(db, config.databaseUrl ? undefined : EMBEDDED_IDLE_POLL_MS);
+    : await new PostgresEventStore(
+        db,
+        config.databaseUrl ? { listenUrl: config.databaseUrl } : { idlePollMs: EMBEDDED_IDLE_POLL_MS },
+      ).open();
   const testClock = config.testClock ? new AdjustableClock() : null;
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);

@@ -13,16 +13,17 @@ export class AppendSignal {
     for (const wake of waiters) wake();
   }
 
-  /** Resolves on the next notify, or after `ms`, whichever comes first. */
-  wait(ms: number): Promise<void> {
+  /** Resolves true on the next notify, or false after `ms`, whichever comes first. */
+  wait(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const wake = () => {
+      const wake = (woken: boolean) => {
         clearTimeout(timer);
-        this.waiters.delete(wake);
-        resolve();
+        this.waiters.delete(onNotify);
+        resolve(woken);
       };
-      const timer = setTimeout(wake, ms);
-      this.waiters.add(wake);
+      const onNotify = () => wake(true);
+      const timer = setTimeout(() => wake(false), ms);
+      this.waiters.add(onNotify);
     });
   }
 }
@@ -30,6 +31,13 @@ export class AppendSignal {
 /** How often an idle subscription looks for appends made by other processes. */
 export const DEFAULT_IDLE_POLL_MS = 250;
 const ERROR_PAUSE_MS = 1000;
+/**
+ * A wake-up can come before its events are readable: on PostgreSQL a reader stays below the oldest
+ * transaction still open anywhere, which may be another writer's. A few quick re-reads then find
+ * them, instead of sleeping a whole idle poll.
+ */
+const EAGER_REREADS = 8;
+const EAGER_REREAD_MS = 3;
 
 /** A catch-up subscription built on `readAll`: reads batch after batch, then waits for more. */
 export function pollingSubscription(
@@ -43,14 +51,21 @@ export function pollingSubscription(
   const batchSize = options.batchSize ?? 500;
 
   const loop = async () => {
+    let eager = 0;
     while (running) {
       try {
         const batch = await readAll(position, batchSize);
         if (!running) break;
         if (batch.length === 0) {
-          await signal.wait(idlePollMs);
+          if (eager > 0) {
+            eager--;
+            await new Promise((resolve) => setTimeout(resolve, EAGER_REREAD_MS));
+          } else if (await signal.wait(idlePollMs)) {
+            eager = EAGER_REREADS;
+          }
           continue;
         }
+        eager = 0;
         await options.handle(batch);
         position = batch[batch.length - 1]?.position ?? position;
       } catch (error) {

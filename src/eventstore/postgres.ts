@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import { AppendSignal, DEFAULT_IDLE_POLL_MS, pollingSubscription } from "./catch-up.js";
+import { APPEND_CHANNEL, AppendListener } from "./pg-notifications.js";
 import {
   ANY,
   type AppendResult,
@@ -61,17 +62,37 @@ const EVENT_COLUMNS =
  * The event store on PostgreSQL, through knex: the same code runs on a pg pool and on PGlite.
  * Global reads stay below the oldest in-flight transaction, so no event is ever skipped.
  */
+export interface PostgresEventStoreOptions {
+  /**
+   * How often idle subscribers look for appends they were not told of. Appends by this process wake
+   * them at once; an embedded database has no other process, so it can poll rarely.
+   */
+  idlePollMs?: number;
+  /**
+   * A server shared by several processes: each append NOTIFYs, and subscribers LISTEN on a
+   * connection of their own to this URL, so every instance sees every append at once.
+   */
+  listenUrl?: string;
+}
+
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
+  private readonly idlePollMs: number;
+  private readonly listener: AppendListener | null;
 
-  /**
-   * `idlePollMs`: how often idle subscribers look for appends by other processes. Appends by this
-   * process wake them at once; an embedded database has no other process, so it can poll rarely.
-   */
   constructor(
     private readonly db: Knex,
-    private readonly idlePollMs = DEFAULT_IDLE_POLL_MS,
-  ) {}
+    options: PostgresEventStoreOptions = {},
+  ) {
+    this.idlePollMs = options.idlePollMs ?? DEFAULT_IDLE_POLL_MS;
+    this.listener = options.listenUrl ? new AppendListener(options.listenUrl, this.signal) : null;
+  }
+
+  /** Starts listening for other processes' appends (PostgreSQL only). */
+  async open(): Promise<this> {
+    await this.listener?.start();
+    return this;
+  }
 
   async append(streamId: string, expected: ExpectedVersion, events: EventToAppend[]): Promise<AppendResult> {
     const results = await this.commit([{ streamId, expected, events }]);
@@ -136,6 +157,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
+    await this.listener?.stop();
     this.signal.notify();
   }
 
@@ -144,6 +166,8 @@ export class PostgresEventStore implements EventStore {
       const results = await this.db.transaction(async (trx) => {
         const out: AppendResult[] = [];
         for (const append of appends) out.push(await appendInTransaction(trx, append));
+        // Delivered when the transaction commits, to every process that listens.
+        if (this.listener) await trx.raw("select pg_notify(?, '')", [APPEND_CHANNEL]);
         return out;
       });
       this.signal.notify();

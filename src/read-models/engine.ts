@@ -1,8 +1,7 @@
 import type { Knex } from "knex";
 import type { Projection } from "../../projections/projection.js";
-import type { EventStore, Position } from "../eventstore/port.js";
+import type { EventStore, Position, RecordedEvent, Subscription } from "../eventstore/port.js";
 import { isAfter } from "../eventstore/port.js";
-import { Projector } from "./projector.js";
 
 export interface RebuildProgress {
   projection: string;
@@ -11,32 +10,51 @@ export interface RebuildProgress {
 }
 
 const REBUILD_BATCH = 1000;
+/** Events read and applied per transaction while catching up; under load, concurrent requests share one. */
+const BATCH_SIZE = 500;
 
-/** Runs every projection, and lets a writer wait until its events are visible in the read models. */
+/** Another process moved a checkpoint (a rebuild, or a second instance): read them again and go on. */
+class CheckpointMoved extends Error {}
+
+type Checkpoints = Map<string, Position | null>;
+
+/**
+ * Runs every projection from ONE catch-up subscription: the log is read once, and each batch is
+ * applied to every projection in one transaction that also moves their checkpoints, with a
+ * compare-and-set on them. A crash never applies an event twice or skips one, two instances never
+ * apply the same batch, and each projection keeps its own checkpoint, so one that is behind (newly
+ * added, or rebuilt) catches up from where it is while the others skip what they already have.
+ */
 export class ProjectionEngine {
-  readonly projectors: Projector[];
+  private subscription: Subscription | null = null;
+  private checkpoints: Checkpoints = new Map();
+  private readonly listeners = new Set<() => void>();
+  private stopped = true;
 
   constructor(
-    projections: Projection[],
+    readonly projections: Projection[],
     private readonly store: EventStore,
     private readonly db: Knex,
-    onError: (error: unknown) => void,
-  ) {
-    this.projectors = projections.map((projection) => new Projector(projection, store, db, onError));
-  }
+    private readonly onError: (error: unknown) => void,
+  ) {}
 
   async start(): Promise<void> {
-    await Promise.all(this.projectors.map((projector) => projector.start()));
+    this.stopped = false;
+    await this.subscribeFromCheckpoints();
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.projectors.map((projector) => projector.stop()));
+    this.stopped = true;
+    await this.subscription?.stop();
+    this.subscription = null;
   }
 
   /** Names of the projections that have not yet applied everything up to `position`. */
   behind(position: Position | null): string[] {
     if (position === null) return [];
-    return this.projectors.filter((p) => isAfter(position, p.position)).map((p) => p.projection.name);
+    return this.projections
+      .filter((p) => isAfter(position, this.checkpoints.get(p.name) ?? null))
+      .map((p) => p.name);
   }
 
   /**
@@ -46,52 +64,164 @@ export class ProjectionEngine {
   waitFor(position: Position | null, timeoutMs: number): Promise<boolean> {
     if (this.behind(position).length === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const unsubscribes: (() => void)[] = [];
       const finish = (result: boolean) => {
         clearTimeout(timer);
-        for (const unsubscribe of unsubscribes) unsubscribe();
+        unsubscribe();
         resolve(result);
       };
       const timer = setTimeout(() => finish(false), timeoutMs);
-      for (const projector of this.projectors) {
-        unsubscribes.push(projector.onAdvance(() => this.behind(position).length === 0 && finish(true)));
-      }
+      const unsubscribe = this.onAdvance(() => this.behind(position).length === 0 && finish(true));
     });
   }
 
-  /** Calls `listener` whenever the named projection applies a batch. */
-  onAdvance(name: string, listener: () => void): () => void {
-    const projector = this.projectors.find((p) => p.projection.name === name);
-    if (!projector) throw new Error(`unknown projection ${name}`);
-    return projector.onAdvance(listener);
+  /** Calls `listener` after every batch the read models apply. */
+  onAdvance(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
-  async headPosition(): Promise<Position | null> {
-    return this.store.headPosition();
+  /** How far behind the log the read models are: events not yet applied, and the age of the oldest. */
+  async lag(): Promise<{ events: number; ms: number }> {
+    const from = oldest(this.checkpoints, this.projections);
+    const pending = await this.store.readAll(from, BATCH_SIZE);
+    const first = pending[0];
+    return {
+      events: pending.length,
+      ms: first ? Math.max(0, Date.now() - Date.parse(first.metadata.occurredAt)) : 0,
+    };
   }
 
   /**
-   * Empties one projection's tables and refills them from the whole log. Meant for a stopped
-   * service; on PostgreSQL a running instance notices the moved checkpoint and follows.
+   * Empties the named projections' tables and refills them from the whole log. Safe beside a
+   * running instance on PostgreSQL: every batch is a compare-and-set on the checkpoints, so whoever
+   * applies a batch first wins and the other goes on from there.
    */
-  async rebuild(name: string, progress: (p: RebuildProgress) => void): Promise<void> {
-    const projector = this.projectors.find((p) => p.projection.name === name);
-    if (!projector) throw new Error(`unknown projection ${name}`);
-    const { projection } = projector;
+  async rebuild(names: string | string[], progress: (p: RebuildProgress) => void): Promise<void> {
+    const rebuilt = this.named(typeof names === "string" ? [names] : names);
+    const label = rebuilt.map((p) => p.name).join(", ");
+    let checkpoints: Checkpoints = new Map(rebuilt.map((p) => [p.name, null]));
     await this.db.transaction(async (trx) => {
-      for (const table of projection.tables) await trx.raw("truncate table ??", [table]);
-      await trx("projection_checkpoints").where({ name }).del();
+      await lockCheckpoints(trx, rebuilt);
+      for (const table of rebuilt.flatMap((p) => p.tables)) await trx.raw("truncate table ??", [table]);
+      await saveCheckpoints(trx, checkpoints);
     });
-    let position: Position | null = null;
     let events = 0;
     for (;;) {
-      const batch = await this.store.readAll(position, REBUILD_BATCH);
+      const batch = await this.store.readAll(oldest(checkpoints, rebuilt), REBUILD_BATCH);
       if (batch.length === 0) break;
-      await projector.applyBatch(position, batch);
-      position = batch[batch.length - 1]?.position ?? position;
-      events += batch.length;
-      progress({ projection: name, events, done: false });
+      try {
+        checkpoints = await applyBatch(this.db, rebuilt, checkpoints, batch);
+        events += batch.length;
+        progress({ projection: label, events, done: false });
+      } catch (error) {
+        if (!(error instanceof CheckpointMoved)) throw error;
+        checkpoints = await this.db.transaction((trx) => lockCheckpoints(trx, rebuilt));
+      }
     }
-    progress({ projection: name, events, done: true });
+    progress({ projection: label, events, done: true });
+  }
+
+  private named(names: string[]): Projection[] {
+    return names.map((name) => {
+      const projection = this.projections.find((p) => p.name === name);
+      if (!projection) throw new Error(`unknown projection ${name}`);
+      return projection;
+    });
+  }
+
+  private async subscribeFromCheckpoints(): Promise<void> {
+    const checkpoints = await this.db.transaction((trx) => lockCheckpoints(trx, this.projections));
+    if (this.stopped) return;
+    this.checkpoints = checkpoints;
+    this.subscription = this.store.subscribe({
+      from: oldest(checkpoints, this.projections),
+      batchSize: BATCH_SIZE,
+      handle: (batch) => this.applyBatch(batch),
+      onError: (error) => {
+        if (error instanceof CheckpointMoved) {
+          void this.restart();
+          return;
+        }
+        this.onError(error);
+      },
+    });
+  }
+
+  private async applyBatch(batch: RecordedEvent[]): Promise<void> {
+    this.checkpoints = await applyBatch(this.db, this.projections, this.checkpoints, batch);
+    for (const listener of this.listeners) listener();
+  }
+
+  private async restart(): Promise<void> {
+    await this.subscription?.stop();
+    this.subscription = null;
+    if (!this.stopped) await this.subscribeFromCheckpoints();
+  }
+}
+
+/**
+ * Applies a batch to each projection that has not seen its events, in one transaction that moves
+ * their checkpoints from `expected`; throws CheckpointMoved when another process moved one first.
+ * Returns the new checkpoints.
+ */
+async function applyBatch(
+  db: Knex,
+  projections: Projection[],
+  expected: Checkpoints,
+  batch: RecordedEvent[],
+): Promise<Checkpoints> {
+  const last = batch.at(-1);
+  if (!last) return expected;
+  const moved: Checkpoints = new Map();
+  await db.transaction(async (trx) => {
+    const stored = await lockCheckpoints(trx, projections);
+    for (const { name } of projections) {
+      if (stored.get(name) !== expected.get(name)) throw new CheckpointMoved(`checkpoint of ${name} moved`);
+    }
+    for (const projection of projections) {
+      const from = expected.get(projection.name) ?? null;
+      if (!isAfter(last.position, from)) continue;
+      for (const event of batch) {
+        if (isAfter(event.position, from)) await projection.apply(trx, event);
+      }
+      moved.set(projection.name, last.position);
+    }
+    await saveCheckpoints(trx, moved);
+  });
+  return new Map([...expected, ...moved]);
+}
+
+/** The position the log must be read from so that no projection misses an event. */
+function oldest(checkpoints: Checkpoints, projections: Projection[]): Position | null {
+  let from: Position | null | undefined;
+  for (const { name } of projections) {
+    const position = checkpoints.get(name) ?? null;
+    if (from === undefined || position === null || (from !== null && position < from)) from = position;
+  }
+  return from ?? null;
+}
+
+/** Reads the projections' checkpoints, creating missing ones, and holds their rows until the transaction ends. */
+async function lockCheckpoints(trx: Knex.Transaction, projections: Projection[]): Promise<Checkpoints> {
+  const names = projections.map((p) => p.name);
+  await trx.raw(
+    `insert into projection_checkpoints (name, position)
+       select unnest(?::text[]), null on conflict do nothing`,
+    [names],
+  );
+  const rows = await trx("projection_checkpoints")
+    .whereIn("name", names)
+    .orderBy("name")
+    .forUpdate()
+    .select<{ name: string; position: string | null }[]>("name", "position");
+  return new Map(rows.map((row) => [row.name, row.position]));
+}
+
+async function saveCheckpoints(trx: Knex.Transaction, checkpoints: Checkpoints): Promise<void> {
+  const byPosition = new Map<Position | null, string[]>();
+  for (const [name, position] of checkpoints)
+    byPosition.set(position, [...(byPosition.get(position) ?? []), name]);
+  for (const [position, names] of byPosition) {
+    await trx("projection_checkpoints").whereIn("name", names).update({ position });
   }
 }

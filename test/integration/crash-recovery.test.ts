@@ -26,8 +26,8 @@ async function lagging(env: Record<string, string>): Promise<string[]> {
     );
     const head = await service.store.headPosition();
     const positions = new Map(rows.map((row) => [row.name, row.position]));
-    return service.engine.projectors
-      .map((p) => p.projection.name)
+    return service.engine.projections
+      .map((p) => p.name)
       .filter((name) => head !== null && (positions.get(name) ?? "") < head);
   } finally {
     await service.close();

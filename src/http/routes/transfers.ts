@@ -491,7 +491,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           }
         };
         const onClose = () => finish([]);
-        const stop = engine.onAdvance("transfers", () => void check());
+        const stop = engine.onAdvance(() => void check());
         const timer = setTimeout(() => finish([]), ms);
         request.raw.once("close", onClose);
         void check();

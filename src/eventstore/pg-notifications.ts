@@ -1,0 +1,56 @@
+import pg from "pg";
+import type { AppendSignal } from "./catch-up.js";
+
+/** The channel every append on PostgreSQL notifies, so subscribers of every instance wake at once. */
+export const APPEND_CHANNEL = "handoff_events";
+const RECONNECT_MS = 1000;
+
+/**
+ * LISTENs on its own connection and wakes `signal` on each append by any process. A lost connection
+ * is re-opened; meanwhile subscribers fall back to their idle poll, so nothing is missed, only later.
+ */
+export class AppendListener {
+  private client: pg.Client | null = null;
+  private stopped = false;
+  private retry: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly url: string,
+    private readonly signal: AppendSignal,
+  ) {}
+
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    client.on("notification", () => this.signal.notify());
+    client.on("error", () => this.reconnect(client));
+    client.on("end", () => this.reconnect(client));
+    try {
+      await client.connect();
+      await client.query(`listen ${APPEND_CHANNEL}`);
+      this.client = client;
+      // Appends made while no one listened are found now rather than at the next idle poll.
+      this.signal.notify();
+    } catch {
+      this.reconnect(client);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => {});
+  }
+
+  private reconnect(client: pg.Client): void {
+    if (this.stopped || this.retry) return;
+    if (this.client === client) this.client = null;
+    client.removeAllListeners();
+    client.end().catch(() => {});
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      if (!this.stopped) void this.start();
+    }, RECONNECT_MS);
+  }
+}
