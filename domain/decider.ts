@@ -6,8 +6,10 @@ export type DomainErrorCode =
   | "ALREADY_CONNECTED"
   | "CONFLICT"
   | "FILES_MISSING"
+  | "FILE_TOO_LARGE"
   | "FORBIDDEN"
   | "GONE"
+  | "INVALID"
   | "INVITE_PENDING"
   | "INVITE_RATE_LIMIT"
   | "KEY_LIMIT_REACHED"
@@ -19,9 +21,11 @@ export type DomainErrorCode =
   | "UNAUTHORIZED";
 
 export class DomainError extends Error {
+  /** `field`: the input the refusal is about, when it is one. */
   constructor(
     readonly code: DomainErrorCode,
     message: string,
+    readonly field?: string,
   ) {
     super(message);
     this.name = "DomainError";
@@ -48,8 +52,8 @@ export function fold<Event, State>(
   return events.reduce((state, event) => decider.evolve(state, event), decider.initialState());
 }
 
-export function refuse(code: DomainErrorCode, message: string): DomainError {
-  return new DomainError(code, message);
+export function refuse(code: DomainErrorCode, message: string, field?: string): DomainError {
+  return new DomainError(code, message, field);
 }
 
 /** Compile-time proof that a switch covered every member of a union. */

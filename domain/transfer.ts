@@ -1,4 +1,5 @@
 import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
+import type { PlanLimits } from "./plan-limits.js";
 
 export const TRANSFER_MODES = ["agent-to-agent", "agent-to-human", "human-to-agent"] as const;
 export type TransferMode = (typeof TRANSFER_MODES)[number];
@@ -84,6 +85,12 @@ export type TransferEvent =
   | { type: "TransferDeleted"; data: { at: string } }
   | { type: "TransferFilesDeleted"; data: { at: string } };
 
+/** Who asks: the account (and the agent acting, when one is named) behind a command. */
+export interface Party {
+  accountId: string;
+  agentId: string | null;
+}
+
 export type TransferCommand =
   | {
       type: "CreateTransfer";
@@ -99,32 +106,38 @@ export type TransferCommand =
       now: string;
     }
   /** `uploaded`: the stored size of each file id, null when missing (looked up by the caller). */
-  | { type: "ConfirmUpload"; uploaded: Record<string, number | null>; now: string }
+  | { type: "ConfirmUpload"; by: Party; uploaded: Record<string, number | null>; now: string }
   /** `linkLifetimeMs`: how long the download links handed out stay valid; data outlives them. */
-  | { type: "RecordDownload"; downloaderAgentId: string | null; linkLifetimeMs: number; now: string }
+  | { type: "RecordDownload"; by: Party; linkLifetimeMs: number; now: string }
   | { type: "ExpireTransfer"; now: string }
-  | { type: "DeleteTransfer"; now: string }
+  | { type: "DeleteTransfer"; by: Party; now: string }
   | { type: "MarkFilesDeleted"; now: string };
 
-export interface TransferState {
-  exists: boolean;
-  senderAccountId: string;
+/** What a transfer was created with: the data of its TransferCreated event. */
+export type TransferRecord = Extract<TransferEvent, { type: "TransferCreated" }>["data"];
+
+/** A transfer that exists, in any status. */
+export interface Transfer {
   status: TransferStatus;
-  files: TransferFile[];
-  maxDownloads: number;
+  record: TransferRecord;
   downloads: number;
-  autoDelete: boolean;
-  expiresAt: string;
   filesDeleted: boolean;
-  /** Bytes this transfer holds against its sender's storage quota. */
+  /** The transfer's bytes count against its sender's storage quota. */
   holdsStorage: boolean;
+}
+
+export type TransferState = { status: "none" } | Transfer;
+
+/** The plan of the sending account: file sizes and retention are decided against it. */
+export interface TransferContext {
+  limits: PlanLimits;
 }
 
 /** States that end by time: past `expires_at` each of them reads as expired. */
 export const EXPIRING_STATUSES: TransferStatus[] = ["pending", "pending_recipient", "active", "downloaded"];
 
-function expired(state: TransferState, now: string): boolean {
-  return Date.parse(now) >= Date.parse(state.expiresAt);
+function expired(transfer: Transfer, now: string): boolean {
+  return Date.parse(now) >= Date.parse(transfer.record.expiresAt);
 }
 
 /** The status a reader sees at `now`: past `expires_at` it is expired, swept or not (decisions 3.13). */
@@ -132,37 +145,83 @@ export function statusAt(status: TransferStatus, expiresAt: string, now: string)
   return EXPIRING_STATUSES.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
 }
 
-function decide(command: TransferCommand, state: TransferState): Decision<TransferEvent> {
-  if (command.type === "CreateTransfer") {
-    if (state.exists) return refuse("CONFLICT", "this transfer already exists");
-    const { transferId, presigned, parties, human, atRest, terms, files, encryption, now } = command;
-    const pendingReason: PendingReason | null =
-      human === null || human.hasReceivingKey
-        ? null
-        : human.registered
-          ? "recipient_has_no_receiving_key"
-          : "recipient_not_registered";
-    if (pendingReason && !atRest) {
-      return refuse("CONFLICT", "a transfer held for its recipient must be encrypted at rest by the server");
-    }
-    return [
-      {
-        type: "TransferCreated",
-        data: {
-          transferId,
-          status: pendingReason ? "pending_recipient" : presigned ? "pending" : "active",
-          pendingReason,
-          atRest,
-          ...parties,
-          ...terms,
-          files,
-          encryption,
-          createdAt: now,
-        },
-      },
-    ];
+/** Bytes a transfer holds: the declared sizes of its files. */
+export function bytesOf(files: TransferFile[]): number {
+  return files.reduce((sum, file) => sum + file.size, 0);
+}
+
+/**
+ * The most one file may still have while it streams in: the plan's file size, and what is left of
+ * the account's storage after the files before it. Null when neither limits it.
+ */
+export function uploadAllowance(limits: PlanLimits, storageLeft: number | null): number | null {
+  const caps = [limits.maxFileSize, storageLeft].filter((cap): cap is number => cap !== null);
+  return caps.length === 0 ? null : Math.min(...caps);
+}
+
+function isParty(transfer: Transfer, accountId: string): boolean {
+  return transfer.record.senderAccountId === accountId || transfer.record.recipientAccountId === accountId;
+}
+
+function decideCreate(
+  command: Extract<TransferCommand, { type: "CreateTransfer" }>,
+  { limits }: TransferContext,
+): Decision<TransferEvent> {
+  const { transferId, presigned, parties, human, atRest, terms, files, encryption, now } = command;
+  if (files.length === 0) return refuse("INVALID", "at least one file is required", "files");
+  const tooLarge = files.find((file) => limits.maxFileSize !== null && file.size > limits.maxFileSize);
+  if (tooLarge) {
+    return refuse(
+      "FILE_TOO_LARGE",
+      `'${tooLarge.name}' is over the plan's maximum file size of ${limits.maxFileSize} bytes`,
+    );
   }
-  if (!state.exists) return refuse("NOT_FOUND", "no such transfer");
+  const retentionMs = Date.parse(terms.expiresAt) - Date.parse(now);
+  if (limits.maxRetentionSeconds !== null && retentionMs > limits.maxRetentionSeconds * 1000) {
+    return refuse(
+      "INVALID",
+      `expires_in is beyond the plan's retention of ${limits.maxRetentionSeconds / 3600} hours`,
+      "expires_in",
+    );
+  }
+  const pendingReason: PendingReason | null =
+    human === null || human.hasReceivingKey
+      ? null
+      : human.registered
+        ? "recipient_has_no_receiving_key"
+        : "recipient_not_registered";
+  if (pendingReason && !atRest) {
+    return refuse("CONFLICT", "a transfer held for its recipient must be encrypted at rest by the server");
+  }
+  return [
+    {
+      type: "TransferCreated",
+      data: {
+        transferId,
+        status: pendingReason ? "pending_recipient" : presigned ? "pending" : "active",
+        pendingReason,
+        atRest,
+        ...parties,
+        ...terms,
+        files,
+        encryption,
+        createdAt: now,
+      },
+    },
+  ];
+}
+
+function decide(
+  command: TransferCommand,
+  state: TransferState,
+  context: TransferContext | undefined,
+): Decision<TransferEvent> {
+  if (command.type === "CreateTransfer") {
+    if (state.status !== "none") return refuse("CONFLICT", "this transfer already exists");
+    if (!context) throw new Error("CreateTransfer is decided against the sender's plan: pass its limits");
+    return decideCreate(command, context);
+  }
+  if (state.status === "none") return refuse("NOT_FOUND", "no such transfer");
   if (command.type === "MarkFilesDeleted") {
     if (state.filesDeleted) return [];
     return [{ type: "TransferFilesDeleted", data: { at: command.now } }];
@@ -170,12 +229,16 @@ function decide(command: TransferCommand, state: TransferState): Decision<Transf
   if (state.status === "deleted") return refuse("NOT_FOUND", "no such transfer");
   switch (command.type) {
     case "ConfirmUpload": {
+      // Decisions 3.12: only the sending account confirms, and others cannot tell the transfer exists.
+      if (command.by.accountId !== state.record.senderAccountId) {
+        return refuse("NOT_FOUND", "no such transfer");
+      }
       if (expired(state, command.now)) return refuse("GONE", "this transfer has expired");
       if (state.status === "active") return [];
       if (state.status !== "pending") {
         return refuse("GONE", "this transfer has expired");
       }
-      const missing = state.files.filter((file) => command.uploaded[file.fileId] !== file.size);
+      const missing = state.record.files.filter((file) => command.uploaded[file.fileId] !== file.size);
       if (missing.length > 0) {
         return refuse(
           "FILES_MISSING",
@@ -185,6 +248,14 @@ function decide(command: TransferCommand, state: TransferState): Decision<Transf
       return [{ type: "TransferActivated", data: { activatedAt: command.now } }];
     }
     case "RecordDownload": {
+      const { by } = command;
+      if (!isParty(state, by.accountId)) return refuse("NOT_FOUND", "no such transfer");
+      if (state.record.recipientAccountId !== by.accountId) {
+        return refuse("FORBIDDEN", "only the recipient side may download a transfer");
+      }
+      if (by.agentId && state.record.recipientAgentId && by.agentId !== state.record.recipientAgentId) {
+        return refuse("FORBIDDEN", "this transfer is addressed to another agent");
+      }
       if (
         (state.status === "pending" || state.status === "pending_recipient") &&
         !expired(state, command.now)
@@ -197,10 +268,14 @@ function decide(command: TransferCommand, state: TransferState): Decision<Transf
       const downloads = state.downloads + 1;
       const recorded: TransferEvent = {
         type: "DownloadRecorded",
-        data: { downloads, downloaderAgentId: command.downloaderAgentId, at: command.now },
+        data: {
+          downloads,
+          downloaderAgentId: by.agentId ?? state.record.recipientAgentId,
+          at: command.now,
+        },
       };
-      if (downloads < state.maxDownloads) return [recorded];
-      const purgeAfter = state.autoDelete
+      if (downloads < state.record.maxDownloads) return [recorded];
+      const purgeAfter = state.record.autoDelete
         ? new Date(Date.parse(command.now) + command.linkLifetimeMs).toISOString()
         : null;
       return [recorded, { type: "TransferDownloaded", data: { at: command.now, purgeAfter } }];
@@ -209,6 +284,7 @@ function decide(command: TransferCommand, state: TransferState): Decision<Transf
       if (state.status === "expired" || !expired(state, command.now)) return [];
       return [{ type: "TransferExpired", data: { at: command.now } }];
     case "DeleteTransfer":
+      if (!isParty(state, command.by.accountId)) return refuse("NOT_FOUND", "no such transfer");
       return [{ type: "TransferDeleted", data: { at: command.now } }];
     default:
       return unreachable(command);
@@ -216,26 +292,27 @@ function decide(command: TransferCommand, state: TransferState): Decision<Transf
 }
 
 function evolve(state: TransferState, event: TransferEvent): TransferState {
+  if (event.type === "TransferCreated") {
+    return {
+      status: event.data.status,
+      record: event.data,
+      downloads: 0,
+      filesDeleted: false,
+      holdsStorage: true,
+    };
+  }
+  if (state.status === "none") return state;
   switch (event.type) {
-    case "TransferCreated":
-      return {
-        exists: true,
-        senderAccountId: event.data.senderAccountId,
-        status: event.data.status,
-        files: event.data.files,
-        maxDownloads: event.data.maxDownloads,
-        downloads: 0,
-        autoDelete: event.data.autoDelete,
-        expiresAt: event.data.expiresAt,
-        filesDeleted: false,
-        holdsStorage: true,
-      };
     case "TransferActivated":
       return { ...state, status: "active" };
     case "DownloadRecorded":
       return { ...state, downloads: event.data.downloads };
     case "TransferDownloaded":
-      return { ...state, status: "downloaded", holdsStorage: state.holdsStorage && !state.autoDelete };
+      return {
+        ...state,
+        status: "downloaded",
+        holdsStorage: state.holdsStorage && !state.record.autoDelete,
+      };
     case "TransferExpired":
       return { ...state, status: "expired", holdsStorage: false };
     case "TransferDeleted":
@@ -247,24 +324,19 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
   }
 }
 
-export const transferDecider: Decider<TransferCommand, TransferEvent, TransferState> = {
-  initialState: () => ({
-    exists: false,
-    senderAccountId: "",
-    status: "pending",
-    files: [],
-    maxDownloads: 0,
-    downloads: 0,
-    autoDelete: false,
-    expiresAt: "",
-    filesDeleted: false,
-    holdsStorage: false,
-  }),
+export const transferDecider: Decider<
+  TransferCommand,
+  TransferEvent,
+  TransferState,
+  TransferContext | undefined
+> = {
+  initialState: () => ({ status: "none" }),
   evolve,
-  decide: (command, state) => decide(command, state),
+  decide,
 };
 
 /** True when a state change just freed the storage this transfer held (expiry, deletion, downloaded out). */
 export function releasesStorage(before: TransferState, events: TransferEvent[]): boolean {
-  return before.holdsStorage && !events.reduce(evolve, before).holdsStorage;
+  const after = events.reduce(evolve, before);
+  return before.status !== "none" && before.holdsStorage && after.status !== "none" && !after.holdsStorage;
 }

@@ -11,7 +11,7 @@ export type UsageEvent =
       type: "TransferCounted";
       /**
        * `inviteDay`: the UTC day, when the transfer invites a recipient who has no account.
-       * `expiresAt`: past it the bytes no longer count, whether or not their release is recorded yet.
+       * `expiresAt`: when the transfer's expiry will release the bytes.
        */
       data: { transferId: string; period: string; bytes: number; inviteDay?: string; expiresAt?: string };
     }
@@ -25,24 +25,27 @@ export type UsageCommand =
       bytes: number;
       inviteDay: string | null;
       expiresAt: string;
-      now: string;
     }
-  | { type: "ReleaseStorage"; transferId: string };
+  /** `bytes`: what the transfer held, as its own state says. */
+  | { type: "ReleaseStorage"; transferId: string; bytes: number };
 
+/**
+ * The books of the account as they stand after its latest event: small and of fixed size, however
+ * long the history, so that a snapshot of it makes loading cost the same on any account.
+ */
 export interface UsageState {
-  /** Transfers counted per billing period (its start date). */
-  transfersByPeriod: Record<string, number>;
-  /** Invitations to people without an account, per UTC day. */
-  invitesByDay: Record<string, number>;
-  /** Bytes held per live transfer, and until when. */
-  held: Record<string, { bytes: number; expiresAt: string | null }>;
-}
-
-/** Storage in use at `now` (decisions 3.14): what live transfers hold, expired ones no longer. */
-export function storageInUse(state: UsageState, now: string): number {
-  return Object.values(state.held)
-    .filter((hold) => hold.expiresAt === null || Date.parse(hold.expiresAt) > Date.parse(now))
-    .reduce((sum, hold) => sum + hold.bytes, 0);
+  /** The billing period of the latest count (its start date) and the transfers counted in it. */
+  period: string | null;
+  transfersInPeriod: number;
+  /** The UTC day of the latest invitation to a person without an account, and that day's count. */
+  inviteDay: string | null;
+  invitesOnDay: number;
+  /**
+   * Declared bytes of live transfers (decisions 3.14): counted at creation, released by the
+   * transfer's expiry, deletion or last download with auto_delete, each recorded on this stream in
+   * the same append as the transfer's own event.
+   */
+  bytesHeld: number;
 }
 
 export interface UsageContext {
@@ -52,19 +55,16 @@ export interface UsageContext {
 function decide(command: UsageCommand, state: UsageState, { limits }: UsageContext): Decision<UsageEvent> {
   switch (command.type) {
     case "CountTransfer": {
-      if (state.held[command.transferId] !== undefined) return [];
-      const counted = state.transfersByPeriod[command.period] ?? 0;
+      const { transferId, period, bytes, inviteDay, expiresAt } = command;
+      const counted = state.period === period ? state.transfersInPeriod : 0;
       if (limits.transfersPerMonth !== null && counted >= limits.transfersPerMonth) {
         return refuse("QUOTA_EXCEEDED", `the plan allows ${limits.transfersPerMonth} transfers per month`);
       }
-      if (
-        limits.storageBytes !== null &&
-        storageInUse(state, command.now) + command.bytes > limits.storageBytes
-      ) {
+      if (limits.storageBytes !== null && state.bytesHeld + bytes > limits.storageBytes) {
         return refuse("STORAGE_FULL", `storage is full: the plan allows ${limits.storageBytes} bytes`);
       }
-      const { transferId, period, bytes, inviteDay, expiresAt } = command;
-      if (inviteDay !== null && (state.invitesByDay[inviteDay] ?? 0) >= limits.invitesPerDay) {
+      const invited = inviteDay !== null && state.inviteDay === inviteDay ? state.invitesOnDay : 0;
+      if (inviteDay !== null && invited >= limits.invitesPerDay) {
         return refuse(
           "INVITE_RATE_LIMIT",
           `at most ${limits.invitesPerDay} transfers a day to people without an account`,
@@ -77,11 +77,8 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
         },
       ];
     }
-    case "ReleaseStorage": {
-      const hold = state.held[command.transferId];
-      if (hold === undefined) return [];
-      return [{ type: "StorageReleased", data: { transferId: command.transferId, bytes: hold.bytes } }];
-    }
+    case "ReleaseStorage":
+      return [{ type: "StorageReleased", data: { transferId: command.transferId, bytes: command.bytes } }];
     default:
       return unreachable(command);
   }
@@ -90,29 +87,39 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
 function evolve(state: UsageState, event: UsageEvent): UsageState {
   switch (event.type) {
     case "TransferCounted": {
-      const { transferId, period, bytes, inviteDay, expiresAt } = event.data;
+      const { period, bytes, inviteDay } = event.data;
       return {
-        invitesByDay: inviteDay
-          ? { ...state.invitesByDay, [inviteDay]: (state.invitesByDay[inviteDay] ?? 0) + 1 }
-          : state.invitesByDay,
-        transfersByPeriod: {
-          ...state.transfersByPeriod,
-          [period]: (state.transfersByPeriod[period] ?? 0) + 1,
-        },
-        held: { ...state.held, [transferId]: { bytes, expiresAt: expiresAt ?? null } },
+        period,
+        transfersInPeriod: state.period === period ? state.transfersInPeriod + 1 : 1,
+        inviteDay: inviteDay ?? state.inviteDay,
+        invitesOnDay: inviteDay
+          ? state.inviteDay === inviteDay
+            ? state.invitesOnDay + 1
+            : 1
+          : state.invitesOnDay,
+        bytesHeld: state.bytesHeld + bytes,
       };
     }
-    case "StorageReleased": {
-      const { [event.data.transferId]: _released, ...held } = state.held;
-      return { ...state, held };
-    }
+    case "StorageReleased":
+      return { ...state, bytesHeld: state.bytesHeld - event.data.bytes };
     default:
       return unreachable(event);
   }
 }
 
 export const usageDecider: Decider<UsageCommand, UsageEvent, UsageState, UsageContext> = {
-  initialState: () => ({ transfersByPeriod: {}, invitesByDay: {}, held: {} }),
+  initialState: () => ({
+    period: null,
+    transfersInPeriod: 0,
+    inviteDay: null,
+    invitesOnDay: 0,
+    bytesHeld: 0,
+  }),
   evolve,
   decide,
 };
+
+/** Bytes the account may still store under `limits`, or null when its plan has no storage limit. */
+export function storageLeft(state: UsageState, limits: PlanLimits): number | null {
+  return limits.storageBytes === null ? null : Math.max(0, limits.storageBytes - state.bytesHeld);
+}

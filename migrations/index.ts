@@ -4,6 +4,7 @@ import * as readModels from "./002_read_models.js";
 import * as transfers from "./003_transfers.js";
 import * as connections from "./004_connections.js";
 import * as broadcasts from "./005_broadcasts.js";
+import * as snapshots from "./006_snapshots.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   "003_transfers": transfers,
   "004_connections": connections,
   "005_broadcasts": broadcasts,
+  "006_snapshots": snapshots,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

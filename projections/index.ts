@@ -5,7 +5,6 @@ import { broadcastsProjection } from "./broadcasts.js";
 import { connectionsProjection } from "./connections.js";
 import type { Projection } from "./projection.js";
 import { transfersProjection } from "./transfers.js";
-import { usageProjection } from "./usage.js";
 
 export const projections: Projection[] = [
   accountsProjection,
@@ -14,7 +13,6 @@ export const projections: Projection[] = [
   broadcastsProjection,
   connectionsProjection,
   transfersProjection,
-  usageProjection,
 ];
 
 export function projectionNamed(name: string): Projection | undefined {

@@ -7,6 +7,8 @@ import type { BlobStore } from "./blobs/port.js";
 import { S3BlobStore } from "./blobs/s3.js";
 import { AdjustableClock, type Clock, systemClock } from "./clock.js";
 import type { CommandDeps } from "./commands/deps.js";
+import { SnapshotStore } from "./commands/snapshots.js";
+import type { TransferDeps } from "./commands/transfers/record.js";
 import type { Config } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
 import { KurrentEventStore } from "./eventstore/kurrent.js";
@@ -40,6 +42,8 @@ export interface Service {
   /** Present only with TEST_CLOCK=1. */
   testClock: AdjustableClock | null;
   deps: CommandDeps;
+  /** The command deps plus the read models and file storage the transfer commands use. */
+  transferDeps: TransferDeps;
   close(): Promise<void>;
 }
 
@@ -93,7 +97,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const { blobs, localBlobUrls } = openBlobStore(config, serverKey);
   const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
   const engine = new ProjectionEngine(projections, store, db, onError);
-  const deps: CommandDeps = { store, clock, serverKey };
+  const deps: CommandDeps = { store, clock, serverKey, snapshots: new SnapshotStore(db) };
   const housekeeper = new Housekeeper(db, deps, blobs, (error) =>
     console.error("housekeeping failed:", error),
   );
@@ -130,6 +134,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     clock,
     testClock,
     deps,
+    transferDeps: { ...deps, db, blobs },
     async close() {
       await invitations.stop();
       await housekeeper.stop();

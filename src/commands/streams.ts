@@ -6,9 +6,11 @@ import {
   type EventToAppend,
   type ExpectedVersion,
   NO_STREAM,
+  type RecordedEvent,
   type StreamAppend,
   WrongExpectedVersionError,
 } from "../eventstore/port.js";
+import type { CommandDeps } from "./deps.js";
 
 type DomainEvent = { type: string; data: object };
 
@@ -19,15 +21,69 @@ export interface Loaded<State> {
   expected: ExpectedVersion;
 }
 
+type Evolving<State, Event> = Pick<Decider<never, Event, State, never>, "initialState" | "evolve">;
+
+const asEvent = <Event>(e: RecordedEvent) => ({ type: e.type, data: e.data }) as unknown as Event;
+
 export async function load<State, Event extends DomainEvent>(
   store: EventStore,
-  decider: Pick<Decider<never, Event, State, never>, "initialState" | "evolve">,
+  decider: Evolving<State, Event>,
   streamId: string,
 ): Promise<Loaded<State>> {
   const recorded = await store.readStream(streamId);
-  const events = recorded.map((e) => ({ type: e.type, data: e.data }) as unknown as Event);
   const last = recorded[recorded.length - 1];
-  return { streamId, state: fold(decider, events), expected: last ? last.revision : NO_STREAM };
+  return {
+    streamId,
+    state: fold(decider, recorded.map(asEvent<Event>)),
+    expected: last ? last.revision : NO_STREAM,
+  };
+}
+
+/** A stream that grows with use, loaded from its latest snapshot (`kind`: the state's shape). */
+export interface Snapshotted<State> extends Loaded<State> {
+  kind: string;
+  snapshotRevision: number | null;
+}
+
+/** How many events may follow a snapshot before the next command takes a new one. */
+const SNAPSHOT_EVERY = 50;
+
+export async function loadSnapshotted<State, Event extends DomainEvent>(
+  deps: Pick<CommandDeps, "store" | "snapshots">,
+  decider: Evolving<State, Event>,
+  kind: string,
+  streamId: string,
+): Promise<Snapshotted<State>> {
+  const snapshot = await deps.snapshots.read<State>(streamId, kind);
+  const recorded = await deps.store.readStream(streamId, snapshot ? snapshot.revision + 1 : 0);
+  const state = recorded
+    .map(asEvent<Event>)
+    .reduce(decider.evolve, snapshot?.state ?? decider.initialState());
+  const last = recorded.at(-1)?.revision ?? snapshot?.revision;
+  return {
+    streamId,
+    state,
+    expected: last ?? NO_STREAM,
+    kind,
+    snapshotRevision: snapshot?.revision ?? null,
+  };
+}
+
+/**
+ * After an append to a snapshotted stream: stores the state it now has when enough events have
+ * followed the last snapshot. A failure here costs nothing but a longer fold next time.
+ */
+export async function keepSnapshot<State, Event extends DomainEvent>(
+  deps: Pick<CommandDeps, "snapshots">,
+  decider: Evolving<State, Event>,
+  loaded: Snapshotted<State>,
+  events: Event[],
+): Promise<void> {
+  if (events.length === 0) return;
+  const revision = (typeof loaded.expected === "number" ? loaded.expected : -1) + events.length;
+  if (revision - (loaded.snapshotRevision ?? -1) < SNAPSHOT_EVERY) return;
+  const state = events.reduce(decider.evolve, loaded.state);
+  await deps.snapshots.write(loaded.streamId, loaded.kind, { revision, state }).catch(() => {});
 }
 
 /** Who caused a change: recorded in every event's metadata for audits. */

@@ -232,10 +232,10 @@ export class KurrentEventStore implements EventStore {
     throw new Error(`stream ${streamId} is empty right after an append to it`);
   }
 
-  async readStream(streamId: string): Promise<RecordedEvent[]> {
+  async readStream(streamId: string, fromRevision = 0): Promise<RecordedEvent[]> {
     const events: RecordedEvent[] = [];
     try {
-      for await (const resolved of this.client.readStream(streamId)) {
+      for await (const resolved of this.client.readStream(streamId, { fromRevision: BigInt(fromRevision) })) {
         if (!resolved.event) continue;
         events.push(toRecorded(resolved.event, positionOf(resolved.event, resolved.commitPosition)));
       }

@@ -79,8 +79,8 @@ export interface EventStore {
   append(streamId: string, expected: ExpectedVersion, events: EventToAppend[]): Promise<AppendResult>;
   /** Appends to several streams in one atomic commit: all or nothing. Returns the last position. */
   appendMany(appends: StreamAppend[]): Promise<{ position: Position }>;
-  /** Every event of one stream in revision order; [] when it does not exist. */
-  readStream(streamId: string): Promise<RecordedEvent[]>;
+  /** The events of one stream from `fromRevision` (default 0) in revision order; [] when there are none. */
+  readStream(streamId: string, fromRevision?: number): Promise<RecordedEvent[]>;
   /** Up to `limit` events after `from`, in commit order, never skipping one committed later. */
   readAll(from: Position | null, limit: number): Promise<RecordedEvent[]>;
   /** Position of the newest event a reader can see, or null for an empty log. */

@@ -111,10 +111,10 @@ export class PostgresEventStore implements EventStore {
     return { position: last };
   }
 
-  async readStream(streamId: string): Promise<RecordedEvent[]> {
+  async readStream(streamId: string, fromRevision = 0): Promise<RecordedEvent[]> {
     const rows = await this.db.raw<{ rows: EventRow[] }>(
-      `select ${EVENT_COLUMNS} from events where stream_id = ? order by revision`,
-      [streamId],
+      `select ${EVENT_COLUMNS} from events where stream_id = ? and revision >= ? order by revision`,
+      [streamId, fromRevision],
     );
     return rows.rows.map(toRecorded);
   }

@@ -2,7 +2,7 @@ import type { Knex } from "knex";
 import { blobKey } from "../blobs/keys.js";
 import type { BlobStore } from "../blobs/port.js";
 import type { CommandDeps } from "../commands/deps.js";
-import { changeTransfer } from "../commands/transfers.js";
+import { changeTransfer } from "../commands/transfers/record.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
 import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
 

@@ -37,6 +37,7 @@ export const validationError = (message: string, details: ErrorDetail[] | string
     message,
     typeof details === "string" ? [{ path: details, message }] : details,
   );
+export const fileTooLarge = (message: string) => new HttpError(413, "FILE_TOO_LARGE", message);
 export const notFound = (what = "resource") => new HttpError(404, "NOT_FOUND", `${what} not found`);
 export const unauthorized = (message = "missing or invalid credentials") =>
   new HttpError(401, "UNAUTHORIZED", message);
@@ -49,8 +50,10 @@ const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> 
   ALREADY_CONNECTED: { status: 409 },
   CONFLICT: { status: 409 },
   FILES_MISSING: { status: 400, code: "VALIDATION_ERROR" },
+  FILE_TOO_LARGE: { status: 413 },
   FORBIDDEN: { status: 403 },
   GONE: { status: 410 },
+  INVALID: { status: 400, code: "VALIDATION_ERROR" },
   INVITE_PENDING: { status: 409 },
   INVITE_RATE_LIMIT: { status: 429 },
   KEY_LIMIT_REACHED: { status: 403 },
@@ -103,7 +106,8 @@ function toBody(error: unknown): ErrorBody {
   }
   if (error instanceof DomainError) {
     const { status, code = error.code } = DOMAIN_ERRORS[error.code];
-    const details = code === "VALIDATION_ERROR" ? [{ path: "files", message: error.message }] : undefined;
+    const details =
+      code === "VALIDATION_ERROR" ? [{ path: error.field ?? "files", message: error.message }] : undefined;
     return body(status, code, error.message, details);
   }
   if (error instanceof WrongExpectedVersionError) {

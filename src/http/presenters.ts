@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { statusAt } from "../../domain/transfer.js";
+import { bytesOf, statusAt, type Transfer } from "../../domain/transfer.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
 import type { TransferRow } from "../queries/transfers.js";
@@ -33,8 +33,50 @@ export function presentAccount(row: AccountRow) {
   return { id: row.id, email: row.email, name: row.name, plan: row.plan, created_at: iso(row.created_at) };
 }
 
+/** What the Transfer of spec 2.3 is made from: a read-model row, or a transfer as just decided. */
+export type TransferView = Pick<
+  TransferRow,
+  | "id"
+  | "status"
+  | "pending_reason"
+  | "mode"
+  | "sender"
+  | "recipient"
+  | "files"
+  | "file_count"
+  | "total_size"
+  | "max_downloads"
+  | "downloads"
+  | "is_encrypted"
+  | "auto_delete"
+  | "message"
+> & { created_at: Date | string; expires_at: Date | string };
+
+/** A transfer as its decider left it, so a write answers without waiting for the read models. */
+export function viewOf(transfer: Transfer): TransferView {
+  const { record } = transfer;
+  return {
+    id: record.transferId,
+    status: transfer.status,
+    pending_reason: record.pendingReason,
+    mode: record.mode,
+    sender: record.sender,
+    recipient: record.recipient,
+    files: record.files,
+    file_count: record.files.length,
+    total_size: bytesOf(record.files),
+    max_downloads: record.maxDownloads,
+    downloads: transfer.downloads,
+    is_encrypted: record.isEncrypted,
+    auto_delete: record.autoDelete,
+    message: record.message,
+    created_at: record.createdAt,
+    expires_at: record.expiresAt,
+  };
+}
+
 /** The Transfer of spec 2.3, with the status a reader sees now (decisions 3.13). */
-export function presentTransfer(row: TransferRow, baseUrl: string, now: Date) {
+export function presentTransfer(row: TransferView, baseUrl: string, now: Date) {
   const expiresAt = iso(row.expires_at);
   return {
     id: row.id,

@@ -38,20 +38,23 @@ export interface TransferRow {
 
 const TRANSFER_ID = /^tr_[0-9A-Za-z]{24}$/;
 
+/** Ids this service gives out; anything else cannot name a transfer. */
+export const isTransferId = (id: string) => TRANSFER_ID.test(id);
+
 /** A transfer the caller's account may see (sender or recipient side); anything else is "not found". */
 export async function findVisibleTransfer(
   db: Knex,
   id: string,
   accountId: string,
 ): Promise<TransferRow | undefined> {
-  if (!TRANSFER_ID.test(id)) return undefined;
+  if (!isTransferId(id)) return undefined;
   const row = await db<TransferRow>("transfers").where({ id }).first();
   if (!row || row.status === "deleted") return undefined;
   return row.sender_account_id === accountId || row.recipient_account_id === accountId ? row : undefined;
 }
 
 export async function findTransfer(db: Knex, id: string): Promise<TransferRow | undefined> {
-  if (!TRANSFER_ID.test(id)) return undefined;
+  if (!isTransferId(id)) return undefined;
   return db<TransferRow>("transfers").where({ id }).first();
 }
 
@@ -119,6 +122,16 @@ export async function dueForExpiry(db: Knex, now: Date, limit: number): Promise<
     .whereIn("status", EXPIRING_STATUSES)
     .where("expires_at", "<=", now)
     .limit(limit);
+  return rows.map((row: { id: string }) => row.id);
+}
+
+/** An account's sent transfers still live by status though their expiry has come. */
+export async function overdueTransfersOf(db: Knex, accountId: string, now: Date): Promise<string[]> {
+  const rows = await db("transfers")
+    .select("id")
+    .where({ sender_account_id: accountId })
+    .whereIn("status", EXPIRING_STATUSES)
+    .where("expires_at", "<=", now);
   return rows.map((row: { id: string }) => row.id);
 }
 

@@ -104,6 +104,14 @@ export function eventStoreContract(
       expect((await store.readStream(id)).map((e) => e.revision)).toEqual([0, 1, 2]);
     });
 
+    it("reads a stream from a revision on, and [] past its end", async () => {
+      const id = stream("from-revision");
+      await store.append(id, NO_STREAM, [event("A"), event("B"), event("C")]);
+      expect(types(await store.readStream(id, 1))).toEqual(["B", "C"]);
+      expect((await store.readStream(id, 2)).map((e) => e.revision)).toEqual([2]);
+      expect(await store.readStream(id, 3)).toEqual([]);
+    });
+
     it("reads a stream in revision order with data and metadata intact, and [] for a missing one", async () => {
       const id = stream("read");
       await store.append(id, NO_STREAM, [event("A", { n: 1, nested: { ok: true } }), event("B", { n: 2 })]);

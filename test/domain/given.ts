@@ -52,3 +52,9 @@ export function planContext(limits: Partial<PlanLimits> = {}): { limits: PlanLim
     },
   };
 }
+
+/** The state of an aggregate that exists: fails the test on the empty state. */
+export function live<State extends { status: string }>(state: State): Exclude<State, { status: "none" }> {
+  expect(state.status).not.toBe("none");
+  return state as Exclude<State, { status: "none" }>;
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type Decision, DomainError, fold } from "../../domain/decider.js";
 import {
+  type Party,
   releasesStorage,
   statusAt,
   type TransferCommand,
@@ -12,7 +13,7 @@ import {
   type TransferTerms,
   transferDecider,
 } from "../../domain/transfer.js";
-import { given } from "./given.js";
+import { given, live, planContext } from "./given.js";
 
 const CREATED_AT = "2026-03-01T00:00:00.000Z";
 const CONFIRMED_AT = "2026-03-01T00:01:00.000Z";
@@ -22,6 +23,9 @@ const EXPIRES_AT = "2026-03-02T00:00:00.000Z";
 const AFTER_EXPIRY = "2026-03-03T00:00:00.000Z";
 const LATER = "2026-03-04T00:00:00.000Z";
 const LINK_LIFETIME_MS = 15 * 60 * 1000;
+
+const SENDER: Party = { accountId: "acc-sender", agentId: null };
+const RECIPIENT: Party = { accountId: "acc-recipient", agentId: null };
 
 const parties: TransferParties = {
   mode: "agent-to-agent",
@@ -127,16 +131,16 @@ function downloadedHistory(autoDelete = true, max = 3): TransferEvent[] {
   ];
 }
 
-function download(now: string, downloaderAgentId: string | null = "agent-recipient"): TransferCommand {
-  return { type: "RecordDownload", downloaderAgentId, linkLifetimeMs: LINK_LIFETIME_MS, now };
+function download(now: string, agentId: string | null = "agent-recipient"): TransferCommand {
+  return { type: "RecordDownload", by: { ...RECIPIENT, agentId }, linkLifetimeMs: LINK_LIFETIME_MS, now };
 }
 function confirm(uploaded: Record<string, number | null>, now = CONFIRMED_AT): TransferCommand {
-  return { type: "ConfirmUpload", uploaded, now };
+  return { type: "ConfirmUpload", by: SENDER, uploaded, now };
 }
 const allUploaded = { "file-a": 1024, "file-b": 2048 };
 
 function decide(events: TransferEvent[], command: TransferCommand): Decision<TransferEvent> {
-  return transferDecider.decide(command, fold(transferDecider, events), undefined);
+  return transferDecider.decide(command, fold(transferDecider, events), planContext());
 }
 
 /** The events a command records; fails the test when it is refused. */
@@ -155,11 +159,11 @@ function refusal(events: TransferEvent[], command: TransferCommand): DomainError
 describe("transfer decider", () => {
   describe("CreateTransfer", () => {
     it("creates a multipart transfer as active, with its parties, terms, files and encryption", () => {
-      given(transferDecider, []).when(create(false)).then([active]);
+      given(transferDecider, [], planContext()).when(create(false)).then([active]);
     });
 
     it("creates a presigned transfer as pending until its upload is confirmed", () => {
-      given(transferDecider, []).when(create(true)).then([pending]);
+      given(transferDecider, [], planContext()).when(create(true)).then([pending]);
     });
 
     it("stamps the creation with the command's time and keeps the terms as given", () => {
@@ -177,15 +181,15 @@ describe("transfer decider", () => {
     });
 
     it("refuses to create an active transfer twice", () => {
-      given(transferDecider, [active]).when(create(false)).thenRefused("CONFLICT");
+      given(transferDecider, [active], planContext()).when(create(false)).thenRefused("CONFLICT");
     });
 
     it("refuses to create a pending transfer twice", () => {
-      given(transferDecider, [pending]).when(create(true)).thenRefused("CONFLICT");
+      given(transferDecider, [pending], planContext()).when(create(true)).thenRefused("CONFLICT");
     });
 
     it("refuses to create a transfer again after it was deleted: the id stays taken", () => {
-      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)], planContext())
         .when(create(false))
         .thenRefused("CONFLICT");
     });
@@ -196,25 +200,25 @@ describe("transfer decider", () => {
       confirm(allUploaded),
       download(BEFORE_EXPIRY),
       { type: "ExpireTransfer", now: AFTER_EXPIRY },
-      { type: "DeleteTransfer", now: BEFORE_EXPIRY },
+      { type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY },
       { type: "MarkFilesDeleted", now: AFTER_EXPIRY },
     ];
     for (const command of commands) {
       it(`refuses ${command.type} as not found`, () => {
-        given(transferDecider, []).when(command).thenRefused("NOT_FOUND");
+        given(transferDecider, [], planContext()).when(command).thenRefused("NOT_FOUND");
       });
     }
   });
 
   describe("ConfirmUpload", () => {
     it("activates a pending transfer when every file is present with its declared size", () => {
-      given(transferDecider, [pending])
+      given(transferDecider, [pending], planContext())
         .when(confirm(allUploaded))
         .then([{ type: "TransferActivated", data: { activatedAt: CONFIRMED_AT } }]);
     });
 
     it("activates up to the last moment before expiry", () => {
-      given(transferDecider, [pending])
+      given(transferDecider, [pending], planContext())
         .when(confirm(allUploaded, JUST_BEFORE_EXPIRY))
         .then([{ type: "TransferActivated", data: { activatedAt: JUST_BEFORE_EXPIRY } }]);
     });
@@ -254,37 +258,43 @@ describe("transfer decider", () => {
     });
 
     it("records nothing when confirmed twice: the transfer stays the same active transfer", () => {
-      given(transferDecider, [pending, activated]).when(confirm(allUploaded, BEFORE_EXPIRY)).then([]);
+      given(transferDecider, [pending, activated], planContext())
+        .when(confirm(allUploaded, BEFORE_EXPIRY))
+        .then([]);
     });
 
     it("records nothing on the second confirm even if the report is now wrong (the upload was already checked)", () => {
-      given(transferDecider, [pending, activated]).when(confirm({}, BEFORE_EXPIRY)).then([]);
+      given(transferDecider, [pending, activated], planContext()).when(confirm({}, BEFORE_EXPIRY)).then([]);
     });
 
     it("records nothing on a multipart transfer, which is active from creation", () => {
-      given(transferDecider, [active]).when(confirm(allUploaded)).then([]);
+      given(transferDecider, [active], planContext()).when(confirm(allUploaded)).then([]);
     });
 
     it("refuses a pending transfer at its exact expiry time as gone", () => {
-      given(transferDecider, [pending]).when(confirm(allUploaded, EXPIRES_AT)).thenRefused("GONE");
+      given(transferDecider, [pending], planContext())
+        .when(confirm(allUploaded, EXPIRES_AT))
+        .thenRefused("GONE");
     });
 
     it("refuses a pending transfer after expiry as gone, even before ExpireTransfer ran", () => {
-      given(transferDecider, [pending]).when(confirm(allUploaded, AFTER_EXPIRY)).thenRefused("GONE");
+      given(transferDecider, [pending], planContext())
+        .when(confirm(allUploaded, AFTER_EXPIRY))
+        .thenRefused("GONE");
     });
 
     it("refuses a pending transfer that ExpireTransfer already expired as gone", () => {
-      given(transferDecider, [pending, expiredAt(EXPIRES_AT)])
+      given(transferDecider, [pending, expiredAt(EXPIRES_AT)], planContext())
         .when(confirm(allUploaded, AFTER_EXPIRY))
         .thenRefused("GONE");
     });
 
     it("refuses a pending transfer past expiry as gone even when files are missing too", () => {
-      given(transferDecider, [pending]).when(confirm({}, AFTER_EXPIRY)).thenRefused("GONE");
+      given(transferDecider, [pending], planContext()).when(confirm({}, AFTER_EXPIRY)).thenRefused("GONE");
     });
 
     it("refuses a transfer that was downloaded out as gone", () => {
-      given(transferDecider, downloadedHistory())
+      given(transferDecider, downloadedHistory(), planContext())
         .when(confirm(allUploaded, BEFORE_EXPIRY))
         .thenRefused("GONE");
     });
@@ -293,19 +303,19 @@ describe("transfer decider", () => {
     // clean-up job has run yet"): an already-confirmed transfer past expiry answers a repeated confirm
     // with no events (a success) until ExpireTransfer runs, and GONE afterwards (test above).
     it("refuses a confirmed transfer past expiry as gone, as it does once ExpireTransfer has run", () => {
-      given(transferDecider, [pending, activated])
+      given(transferDecider, [pending, activated], planContext())
         .when(confirm(allUploaded, AFTER_EXPIRY))
         .thenRefused("GONE");
     });
 
     it("refuses a deleted pending transfer as not found", () => {
-      given(transferDecider, [pending, deletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [pending, deletedAt(BEFORE_EXPIRY)], planContext())
         .when(confirm(allUploaded, BEFORE_EXPIRY))
         .thenRefused("NOT_FOUND");
     });
 
     it("refuses a deleted active transfer as not found", () => {
-      given(transferDecider, [pending, activated, deletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [pending, activated, deletedAt(BEFORE_EXPIRY)], planContext())
         .when(confirm(allUploaded, BEFORE_EXPIRY))
         .thenRefused("NOT_FOUND");
     });
@@ -313,22 +323,40 @@ describe("transfer decider", () => {
 
   describe("RecordDownload", () => {
     it("records the first download as number 1, with the downloading agent and the time", () => {
-      given(transferDecider, [active])
+      given(transferDecider, [active], planContext())
         .when(download(BEFORE_EXPIRY))
         .then([recorded(1)]);
     });
 
-    it("records an anonymous download with a null downloader", () => {
-      given(transferDecider, [active])
+    it("records the addressed agent as the downloader when the caller names no agent", () => {
+      given(transferDecider, [active], planContext())
         .when(download(BEFORE_EXPIRY, null))
-        .then([recorded(1, BEFORE_EXPIRY, null)]);
+        .then([recorded(1, BEFORE_EXPIRY, "agent-recipient")]);
+    });
+
+    it("lets only the recipient side download: the sender is refused, a stranger cannot tell it exists", () => {
+      given(transferDecider, [active], planContext())
+        .when({ ...download(BEFORE_EXPIRY, null), by: SENDER } as TransferCommand)
+        .thenRefused("FORBIDDEN");
+      given(transferDecider, [active], planContext())
+        .when({
+          ...download(BEFORE_EXPIRY, null),
+          by: { accountId: "acc-other", agentId: null },
+        } as TransferCommand)
+        .thenRefused("NOT_FOUND");
+    });
+
+    it("refuses a download by another agent of the recipient account", () => {
+      given(transferDecider, [active], planContext())
+        .when(download(BEFORE_EXPIRY, "agent-other"))
+        .thenRefused("FORBIDDEN");
     });
 
     it("counts 1, 2, … up to the one before the limit without ending the transfer", () => {
       const max = 5;
       const history: TransferEvent[] = [created("active", { maxDownloads: max })];
       for (let n = 1; n < max; n++) {
-        given(transferDecider, history)
+        given(transferDecider, history, planContext())
           .when(download(BEFORE_EXPIRY))
           .then([recorded(n)]);
         history.push(recorded(n));
@@ -337,25 +365,29 @@ describe("transfer decider", () => {
     });
 
     it("downloads a presigned transfer once it is confirmed", () => {
-      given(transferDecider, [pending, activated])
+      given(transferDecider, [pending, activated], planContext())
         .when(download(BEFORE_EXPIRY))
         .then([recorded(1)]);
     });
 
     it("ends the transfer on the last allowed download, purging after the links' lifetime with auto-delete", () => {
-      given(transferDecider, [active, recorded(1), recorded(2)])
+      given(transferDecider, [active, recorded(1), recorded(2)], planContext())
         .when(download(BEFORE_EXPIRY))
         .then([recorded(3), downloadedOut(BEFORE_EXPIRY, "2026-03-01T12:15:00.000Z")]);
     });
 
     it("ends the transfer on the last allowed download without a purge time when auto-delete is off", () => {
-      given(transferDecider, [created("active", { autoDelete: false }), recorded(1), recorded(2)])
+      given(
+        transferDecider,
+        [created("active", { autoDelete: false }), recorded(1), recorded(2)],
+        planContext(),
+      )
         .when(download(BEFORE_EXPIRY))
         .then([recorded(3), downloadedOut(BEFORE_EXPIRY, null)]);
     });
 
     it("ends a single-download transfer on its first download", () => {
-      given(transferDecider, [created("active", { maxDownloads: 1 })])
+      given(transferDecider, [created("active", { maxDownloads: 1 })], planContext())
         .when(download(BEFORE_EXPIRY))
         .then([recorded(1), downloadedOut(BEFORE_EXPIRY, "2026-03-01T12:15:00.000Z")]);
     });
@@ -363,7 +395,7 @@ describe("transfer decider", () => {
     it("computes the purge time from the command's link lifetime", () => {
       const events = accept([created("active", { maxDownloads: 1 })], {
         type: "RecordDownload",
-        downloaderAgentId: null,
+        by: RECIPIENT,
         linkLifetimeMs: 60_000,
         now: JUST_BEFORE_EXPIRY,
       });
@@ -378,51 +410,57 @@ describe("transfer decider", () => {
     });
 
     it("refuses any download after the last allowed one as gone", () => {
-      given(transferDecider, downloadedHistory()).when(download(BEFORE_EXPIRY)).thenRefused("GONE");
+      given(transferDecider, downloadedHistory(), planContext())
+        .when(download(BEFORE_EXPIRY))
+        .thenRefused("GONE");
     });
 
     it("refuses any download after the last allowed one as gone, also without auto-delete", () => {
-      given(transferDecider, downloadedHistory(false)).when(download(BEFORE_EXPIRY)).thenRefused("GONE");
+      given(transferDecider, downloadedHistory(false), planContext())
+        .when(download(BEFORE_EXPIRY))
+        .thenRefused("GONE");
     });
 
     it("allows a download up to the last millisecond before expiry", () => {
-      given(transferDecider, [active])
+      given(transferDecider, [active], planContext())
         .when(download(JUST_BEFORE_EXPIRY))
         .then([recorded(1, JUST_BEFORE_EXPIRY)]);
     });
 
     it("refuses a download at the exact expiry time as gone, though ExpireTransfer never ran", () => {
-      given(transferDecider, [active]).when(download(EXPIRES_AT)).thenRefused("GONE");
+      given(transferDecider, [active], planContext()).when(download(EXPIRES_AT)).thenRefused("GONE");
     });
 
     it("refuses a download after expiry as gone, though ExpireTransfer never ran", () => {
-      given(transferDecider, [active, recorded(1)])
+      given(transferDecider, [active, recorded(1)], planContext())
         .when(download(AFTER_EXPIRY))
         .thenRefused("GONE");
     });
 
     it("refuses a download of an expired transfer as gone", () => {
-      given(transferDecider, [active, expiredAt(EXPIRES_AT)])
+      given(transferDecider, [active, expiredAt(EXPIRES_AT)], planContext())
         .when(download(AFTER_EXPIRY))
         .thenRefused("GONE");
     });
 
     it("refuses a download of a pending transfer as pending", () => {
-      given(transferDecider, [pending]).when(download(BEFORE_EXPIRY)).thenRefused("TRANSFER_PENDING");
+      given(transferDecider, [pending], planContext())
+        .when(download(BEFORE_EXPIRY))
+        .thenRefused("TRANSFER_PENDING");
     });
 
     it("refuses a download of a pending transfer past expiry as gone, not pending", () => {
-      given(transferDecider, [pending]).when(download(AFTER_EXPIRY)).thenRefused("GONE");
+      given(transferDecider, [pending], planContext()).when(download(AFTER_EXPIRY)).thenRefused("GONE");
     });
 
     it("refuses a download of a deleted transfer as not found", () => {
-      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)], planContext())
         .when(download(BEFORE_EXPIRY))
         .thenRefused("NOT_FOUND");
     });
 
     it("refuses a download of a deleted transfer as not found, also past expiry", () => {
-      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)], planContext())
         .when(download(AFTER_EXPIRY))
         .thenRefused("NOT_FOUND");
     });
@@ -430,47 +468,49 @@ describe("transfer decider", () => {
 
   describe("ExpireTransfer", () => {
     it("records nothing before expiry", () => {
-      given(transferDecider, [active]).when({ type: "ExpireTransfer", now: JUST_BEFORE_EXPIRY }).then([]);
+      given(transferDecider, [active], planContext())
+        .when({ type: "ExpireTransfer", now: JUST_BEFORE_EXPIRY })
+        .then([]);
     });
 
     it("expires an active transfer at its exact expiry time", () => {
-      given(transferDecider, [active])
+      given(transferDecider, [active], planContext())
         .when({ type: "ExpireTransfer", now: EXPIRES_AT })
         .then([expiredAt(EXPIRES_AT)]);
     });
 
     it("expires an active transfer later, stamped with the time the job ran", () => {
-      given(transferDecider, [active, recorded(1)])
+      given(transferDecider, [active, recorded(1)], planContext())
         .when({ type: "ExpireTransfer", now: AFTER_EXPIRY })
         .then([expiredAt(AFTER_EXPIRY)]);
     });
 
     it("expires a pending transfer that was never confirmed", () => {
-      given(transferDecider, [pending])
+      given(transferDecider, [pending], planContext())
         .when({ type: "ExpireTransfer", now: AFTER_EXPIRY })
         .then([expiredAt(AFTER_EXPIRY)]);
     });
 
     it("records nothing for a transfer that is already expired", () => {
-      given(transferDecider, [active, expiredAt(EXPIRES_AT)])
+      given(transferDecider, [active, expiredAt(EXPIRES_AT)], planContext())
         .when({ type: "ExpireTransfer", now: LATER })
         .then([]);
     });
 
     it("expires a downloaded transfer too (its data is always deleted at expiry)", () => {
-      given(transferDecider, downloadedHistory(false))
+      given(transferDecider, downloadedHistory(false), planContext())
         .when({ type: "ExpireTransfer", now: AFTER_EXPIRY })
         .then([expiredAt(AFTER_EXPIRY)]);
     });
 
     it("records nothing for a downloaded transfer before its expiry", () => {
-      given(transferDecider, downloadedHistory(false))
+      given(transferDecider, downloadedHistory(false), planContext())
         .when({ type: "ExpireTransfer", now: BEFORE_EXPIRY })
         .then([]);
     });
 
     it("refuses to expire a deleted transfer as not found", () => {
-      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)], planContext())
         .when({ type: "ExpireTransfer", now: AFTER_EXPIRY })
         .thenRefused("NOT_FOUND");
     });
@@ -478,63 +518,63 @@ describe("transfer decider", () => {
 
   describe("DeleteTransfer", () => {
     it("deletes an active transfer", () => {
-      given(transferDecider, [active])
-        .when({ type: "DeleteTransfer", now: BEFORE_EXPIRY })
+      given(transferDecider, [active], planContext())
+        .when({ type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY })
         .then([deletedAt(BEFORE_EXPIRY)]);
     });
 
     it("deletes a pending transfer", () => {
-      given(transferDecider, [pending])
-        .when({ type: "DeleteTransfer", now: BEFORE_EXPIRY })
+      given(transferDecider, [pending], planContext())
+        .when({ type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY })
         .then([deletedAt(BEFORE_EXPIRY)]);
     });
 
     it("deletes a downloaded transfer", () => {
-      given(transferDecider, downloadedHistory())
-        .when({ type: "DeleteTransfer", now: BEFORE_EXPIRY })
+      given(transferDecider, downloadedHistory(), planContext())
+        .when({ type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY })
         .then([deletedAt(BEFORE_EXPIRY)]);
     });
 
     it("deletes an expired transfer", () => {
-      given(transferDecider, [active, expiredAt(EXPIRES_AT)])
-        .when({ type: "DeleteTransfer", now: AFTER_EXPIRY })
+      given(transferDecider, [active, expiredAt(EXPIRES_AT)], planContext())
+        .when({ type: "DeleteTransfer", by: SENDER, now: AFTER_EXPIRY })
         .then([deletedAt(AFTER_EXPIRY)]);
     });
 
     it("refuses to delete a transfer twice: the second is not found", () => {
-      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)])
-        .when({ type: "DeleteTransfer", now: LATER })
+      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)], planContext())
+        .when({ type: "DeleteTransfer", by: SENDER, now: LATER })
         .thenRefused("NOT_FOUND");
     });
   });
 
   describe("MarkFilesDeleted", () => {
     it("records the purge of the transfer's files once", () => {
-      given(transferDecider, [active, expiredAt(EXPIRES_AT)])
+      given(transferDecider, [active, expiredAt(EXPIRES_AT)], planContext())
         .when({ type: "MarkFilesDeleted", now: AFTER_EXPIRY })
         .then([filesDeletedAt(AFTER_EXPIRY)]);
     });
 
     it("records nothing the second time", () => {
-      given(transferDecider, [active, expiredAt(EXPIRES_AT), filesDeletedAt(AFTER_EXPIRY)])
+      given(transferDecider, [active, expiredAt(EXPIRES_AT), filesDeletedAt(AFTER_EXPIRY)], planContext())
         .when({ type: "MarkFilesDeleted", now: LATER })
         .then([]);
     });
 
     it("records the purge on a deleted transfer", () => {
-      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY)], planContext())
         .when({ type: "MarkFilesDeleted", now: BEFORE_EXPIRY })
         .then([filesDeletedAt(BEFORE_EXPIRY)]);
     });
 
     it("records nothing the second time on a deleted transfer", () => {
-      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY), filesDeletedAt(BEFORE_EXPIRY)])
+      given(transferDecider, [active, deletedAt(BEFORE_EXPIRY), filesDeletedAt(BEFORE_EXPIRY)], planContext())
         .when({ type: "MarkFilesDeleted", now: LATER })
         .then([]);
     });
 
     it("records the purge of a transfer downloaded out with auto-delete", () => {
-      given(transferDecider, downloadedHistory())
+      given(transferDecider, downloadedHistory(), planContext())
         .when({ type: "MarkFilesDeleted", now: "2026-03-01T12:15:00.000Z" })
         .then([filesDeletedAt("2026-03-01T12:15:00.000Z")]);
     });
@@ -542,8 +582,8 @@ describe("transfer decider", () => {
 });
 
 describe("statusAt", () => {
-  const live: TransferStatus[] = ["pending", "active"];
-  for (const status of live) {
+  const liveStatuses: TransferStatus[] = ["pending", "active"];
+  for (const status of liveStatuses) {
     it(`reads a ${status} transfer as ${status} before expiry`, () => {
       expect(statusAt(status, EXPIRES_AT, JUST_BEFORE_EXPIRY)).toBe(status);
     });
@@ -577,7 +617,7 @@ describe("statusAt", () => {
         ...history,
         ...accept(history, { type: "ExpireTransfer", now: AFTER_EXPIRY }),
       ]);
-      expect(statusAt(before.status, before.expiresAt, AFTER_EXPIRY)).toBe(after.status);
+      expect(statusAt(live(before).status, live(before).record.expiresAt, AFTER_EXPIRY)).toBe(after.status);
     }
   });
 
@@ -593,7 +633,38 @@ describe("statusAt", () => {
       ...accept(history, { type: "ExpireTransfer", now: AFTER_EXPIRY }),
     ]);
     expect(after.status).toBe("expired");
-    expect(statusAt(before.status, before.expiresAt, AFTER_EXPIRY)).toBe(after.status);
+    expect(statusAt(live(before).status, live(before).record.expiresAt, AFTER_EXPIRY)).toBe(after.status);
+  });
+});
+
+describe("who may act on a transfer", () => {
+  it("only the sending account confirms; others are told it does not exist", () => {
+    given(transferDecider, [pending], planContext())
+      .when({ ...confirm(allUploaded), by: RECIPIENT } as TransferCommand)
+      .thenRefused("NOT_FOUND");
+  });
+
+  it("either party deletes; a stranger is told it does not exist", () => {
+    given(transferDecider, [active], planContext())
+      .when({ type: "DeleteTransfer", by: RECIPIENT, now: BEFORE_EXPIRY })
+      .then([deletedAt(BEFORE_EXPIRY)]);
+    given(transferDecider, [active], planContext())
+      .when({ type: "DeleteTransfer", by: { accountId: "acc-other", agentId: null }, now: BEFORE_EXPIRY })
+      .thenRefused("NOT_FOUND");
+  });
+});
+
+describe("the plan's limits on a new transfer", () => {
+  it("refuses a file over the plan's maximum size, and a lifetime beyond its retention", () => {
+    given(transferDecider, [], planContext({ maxFileSize: 2047 }))
+      .when(create(false))
+      .thenRefused("FILE_TOO_LARGE");
+    given(transferDecider, [], planContext({ maxRetentionSeconds: 23 * 3600 }))
+      .when(create(false))
+      .thenRefused("INVALID");
+    given(transferDecider, [], planContext({ maxFileSize: 2048, maxRetentionSeconds: 24 * 3600 }))
+      .when(create(false))
+      .then([active]);
   });
 });
 
@@ -606,11 +677,11 @@ describe("releasesStorage", () => {
   it("does not release on creation: a new transfer starts holding its storage", () => {
     const events = accept([], create(false));
     expect(releasesStorage(transferDecider.initialState(), events)).toBe(false);
-    expect(fold(transferDecider, events).holdsStorage).toBe(true);
+    expect(live(fold(transferDecider, events)).holdsStorage).toBe(true);
   });
 
   it("holds storage while pending and on activation", () => {
-    expect(fold(transferDecider, [pending]).holdsStorage).toBe(true);
+    expect(live(fold(transferDecider, [pending])).holdsStorage).toBe(true);
     expect(releases([pending], confirm(allUploaded))).toBe(false);
   });
 
@@ -627,8 +698,8 @@ describe("releasesStorage", () => {
   });
 
   it("releases when a live transfer is deleted", () => {
-    expect(releases([active], { type: "DeleteTransfer", now: BEFORE_EXPIRY })).toBe(true);
-    expect(releases([pending], { type: "DeleteTransfer", now: BEFORE_EXPIRY })).toBe(true);
+    expect(releases([active], { type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY })).toBe(true);
+    expect(releases([pending], { type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY })).toBe(true);
   });
 
   it("releases when the last allowed download is served with auto-delete", () => {
@@ -645,7 +716,9 @@ describe("releasesStorage", () => {
   });
 
   it("releases a downloaded transfer without auto-delete when it is deleted", () => {
-    expect(releases(downloadedHistory(false), { type: "DeleteTransfer", now: BEFORE_EXPIRY })).toBe(true);
+    expect(
+      releases(downloadedHistory(false), { type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY }),
+    ).toBe(true);
   });
 
   it("does not release twice: expiry after an auto-delete download-out", () => {
@@ -653,18 +726,20 @@ describe("releasesStorage", () => {
   });
 
   it("does not release twice: deletion after an auto-delete download-out", () => {
-    expect(releases(downloadedHistory(true), { type: "DeleteTransfer", now: BEFORE_EXPIRY })).toBe(false);
+    expect(
+      releases(downloadedHistory(true), { type: "DeleteTransfer", by: SENDER, now: BEFORE_EXPIRY }),
+    ).toBe(false);
   });
 
   it("does not release twice: deletion after expiry", () => {
-    expect(releases([active, expiredAt(EXPIRES_AT)], { type: "DeleteTransfer", now: AFTER_EXPIRY })).toBe(
-      false,
-    );
+    expect(
+      releases([active, expiredAt(EXPIRES_AT)], { type: "DeleteTransfer", by: SENDER, now: AFTER_EXPIRY }),
+    ).toBe(false);
   });
 
   it("does not release twice: deletion of a downloaded transfer that already expired", () => {
     const history = [...downloadedHistory(false), expiredAt(AFTER_EXPIRY)];
-    expect(releases(history, { type: "DeleteTransfer", now: LATER })).toBe(false);
+    expect(releases(history, { type: "DeleteTransfer", by: SENDER, now: LATER })).toBe(false);
   });
 
   it("does not release when the files are purged: the storage was freed by the change before", () => {

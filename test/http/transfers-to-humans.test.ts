@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATA_KEY_PURPOSE } from "../../src/http/routes/transfers.js";
+import { DATA_KEY_PURPOSE } from "../../src/commands/transfers/send.js";
 import { DecryptRecords } from "../../src/security/record-cipher.js";
 import { unseal } from "../../src/security/secrets.js";
 import { startTestApp, type TestApp } from "../support/app.js";

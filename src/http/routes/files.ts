@@ -6,10 +6,9 @@ import type { LocalBlobUrls } from "../../blobs/local-urls.js";
 import { BlobTooLargeError } from "../../blobs/port.js";
 import { attachment } from "../../blobs/s3.js";
 import { findTransfer } from "../../queries/transfers.js";
-import { HttpError, notFound } from "../errors.js";
+import { fileTooLarge, HttpError, notFound } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { errors } from "../schemas.js";
-import { fileTooLarge } from "../transfer-upload.js";
 
 const NONE = { auth: "none" as const };
 const tokenParams = z.object({ token: z.string().max(4096) });

@@ -1,22 +1,19 @@
-import { randomBytes } from "node:crypto";
 import fastifyMultipart from "@fastify/multipart";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { TransferEncryption, TransferFile, TransferTerms } from "../../../domain/transfer.js";
+import type { Party } from "../../../domain/transfer.js";
 import { STREAM_CHUNK } from "../../blobs/filesystem.js";
-import { blobKey } from "../../blobs/keys.js";
-import { changeTransfer, createTransfer, storageInUseNow } from "../../commands/transfers.js";
-import { limitsOf } from "../../plans/catalog.js";
-import { findAccount } from "../../queries/accounts.js";
+import { deleteTransfer, downloadTransfer } from "../../commands/transfers/download.js";
+import type { TransferIntent } from "../../commands/transfers/intent.js";
+import { confirmTransfer, createPresignedTransfer } from "../../commands/transfers/presigned.js";
+import { type StagedUpload, sendTransfer, stageUpload } from "../../commands/transfers/send.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
 import { findVisibleTransfer, inboxPage, listTransfers, type TransferRow } from "../../queries/transfers.js";
-import { seal } from "../../security/secrets.js";
 import { callerAccount } from "../auth.js";
 import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
-import { type ResolvedParties, resolveParties } from "../parties.js";
-import { presentTransfer } from "../presenters.js";
+import { presentTransfer, viewOf } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { errors, timestamp } from "../schemas.js";
 import {
@@ -27,20 +24,8 @@ import {
   transferFormSchema,
   transferSchema,
 } from "../transfer-schemas.js";
-import {
-  checkFileName,
-  fileTooLarge,
-  newFileId,
-  newTransferId,
-  receiveMultipart,
-} from "../transfer-upload.js";
 
-/** Decisions 3.16: download links live 15 minutes; upload links an hour, never past the transfer. */
-const DOWNLOAD_LINK_MS = 15 * 60 * 1000;
-const UPLOAD_LINK_MS = 60 * 60 * 1000;
 const MAX_WAIT_SECONDS = 30;
-/** The purpose a transfer's at-rest data key is sealed for under the server key. */
-export const DATA_KEY_PURPOSE = "transfer-data-key";
 
 const idParams = z.object({ id: z.string() });
 
@@ -54,72 +39,65 @@ function decodeCursor(cursor: string): string {
   return position;
 }
 
-interface TermsInput {
+/** The fields a new transfer shares between the multipart form and the presigned body, as validated. */
+interface TransferInput {
+  mode: TransferIntent["mode"];
+  sender: string;
+  recipient: string;
+  recipient_account?: string | undefined;
   expires_in: keyof typeof EXPIRES_IN_SECONDS;
   max_downloads: number;
   auto_delete: boolean;
   is_encrypted: boolean;
   message?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
-}
-
-interface EncryptionInput {
   encrypted_key?: string | undefined;
   encryption_algorithm?: string | undefined;
   sender_signature?: string | undefined;
   recipient_key_version?: number | undefined;
 }
 
-/** Decisions 3.20: the client's encryption material, stored as given, plus the parties' public keys. */
-function encryptionOf(
-  input: EncryptionInput & { is_encrypted: boolean },
-  resolved: ResolvedParties,
-): TransferEncryption {
-  const encrypted = input.is_encrypted;
+function intentOf(input: TransferInput): TransferIntent {
   return {
-    encryptedKey: encrypted ? (input.encrypted_key ?? null) : null,
-    algorithm: encrypted ? (input.encryption_algorithm ?? "AES-256-GCM") : null,
+    mode: input.mode,
+    sender: input.sender,
+    recipient: input.recipient,
+    recipientAccount: input.recipient_account ?? null,
+    expiresInSeconds: EXPIRES_IN_SECONDS[input.expires_in],
+    maxDownloads: input.max_downloads,
+    autoDelete: input.auto_delete,
+    isEncrypted: input.is_encrypted,
+    message: input.message ?? null,
+    metadata: input.metadata ?? {},
+    encryptedKey: input.encrypted_key ?? null,
+    encryptionAlgorithm: input.encryption_algorithm ?? null,
     senderSignature: input.sender_signature ?? null,
-    recipientKeyVersion: encrypted
-      ? (input.recipient_key_version ?? resolved.recipientAgent?.key_version ?? null)
-      : null,
-    senderPublicKey: encrypted ? (resolved.senderAgent?.public_key ?? null) : null,
-    recipientPublicKey: null,
+    recipientKeyVersion: input.recipient_key_version ?? null,
   };
 }
 
+/** The multipart form's text fields (one value each), validated like a JSON body would be. */
+function parseForm(fields: Map<string, string[]>): TransferIntent {
+  const single = Object.fromEntries([...fields].map(([name, values]) => [name, values[0]]));
+  const parsed = transferFormSchema.safeParse(single);
+  if (!parsed.success) {
+    const details = parsed.error.issues.map((issue) => ({
+      path: issue.path.join("."),
+      message: issue.message,
+    }));
+    throw validationError(`${details[0]?.path}: ${details[0]?.message}`, details);
+  }
+  return intentOf(parsed.data);
+}
+
 export function transferRoutes({ service, settle, idempotency }: RouteContext): FastifyPluginAsync {
-  const { db, deps, config, clock, blobs, engine } = service;
-  const base = config.publicBaseUrl;
+  const { db, clock, engine } = service;
+  const deps = service.transferDeps;
+  const base = service.config.publicBaseUrl;
 
-  async function planOf(accountId: string) {
-    const account = await findAccount(db, accountId);
-    if (!account) throw new HttpError(401, "UNAUTHORIZED", "the key's account no longer exists");
-    return limitsOf(account.plan);
-  }
-
-  function termsOf(input: TermsInput, maxRetentionSeconds: number | null, now: Date): TransferTerms {
-    const seconds = EXPIRES_IN_SECONDS[input.expires_in];
-    if (maxRetentionSeconds !== null && seconds > maxRetentionSeconds) {
-      throw validationError(
-        `expires_in ${input.expires_in} is beyond the plan's retention of ${maxRetentionSeconds / 3600} hours`,
-        "expires_in",
-      );
-    }
-    return {
-      maxDownloads: input.max_downloads,
-      autoDelete: input.auto_delete,
-      isEncrypted: input.is_encrypted,
-      message: input.message ?? null,
-      metadata: input.metadata ?? {},
-      expiresAt: new Date(now.getTime() + seconds * 1000).toISOString(),
-    };
-  }
-
-  async function settledTransfer(id: string, accountId: string): Promise<TransferRow> {
-    const row = await findVisibleTransfer(db, id, accountId);
-    if (!row) throw new Error(`transfer ${id} missing from the read model after its write settled`);
-    return row;
+  /** Who asks: the caller's account and, with X-Service-Agent, the agent acting for it. */
+  async function partyOf(request: FastifyRequest, accountId: string): Promise<Party> {
+    return { accountId, agentId: (await namedAgent(db, request, accountId))?.id ?? null };
   }
 
   return async (app) => {
@@ -162,88 +140,33 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
             );
           }
           const caller = callerAccount(request);
-          const limits = await planOf(caller.accountId);
-          const transferId = newTransferId();
-          const storageLeft =
-            limits.storageBytes === null
-              ? null
-              : Math.max(0, limits.storageBytes - (await storageInUseNow(deps, caller.accountId)));
-          let form: Awaited<ReturnType<typeof receiveMultipart>>;
+          let staged: StagedUpload;
           try {
-            // A transfer held for a person without a receiving key is encrypted at rest as it streams in.
-            form = await receiveMultipart(
-              request,
-              blobs,
-              transferId,
-              { maxFileSize: limits.maxFileSize, storageLeft },
-              (fields) => (fields.get("mode")?.[0] === "agent-to-human" ? randomBytes(32) : null),
+            staged = await stageUpload(
+              deps,
+              caller,
+              request.parts(),
+              request.headers["idempotency-key"] !== undefined,
             );
           } catch (error) {
             // The rest of the body is not worth reading: close the connection after the answer.
             reply.header("connection", "close");
             throw error;
           }
-          const keys = form.files.map((file) => blobKey(transferId, file.fileId));
+          let sent: Awaited<ReturnType<typeof sendTransfer>>;
           try {
-            if (await idempotency.apply(request, reply, form.fingerprint)) {
+            if (await idempotency.apply(request, reply, staged.form.fingerprint)) {
               // A repeat of an upload already done: its copy of the files is not needed.
-              await blobs.delete(keys);
+              await staged.discard();
               return reply;
             }
-            const single = Object.fromEntries([...form.fields].map(([name, values]) => [name, values[0]]));
-            const parsed = transferFormSchema.safeParse(single);
-            if (!parsed.success) {
-              const details = parsed.error.issues.map((issue) => ({
-                path: issue.path.join("."),
-                message: issue.message,
-              }));
-              throw validationError(`${details[0]?.path}: ${details[0]?.message}`, details);
-            }
-            if (form.files.length === 0)
-              throw validationError("at least one `files` part is required", "files");
-            const ivs = form.fields.get("encryption_iv") ?? [];
-            const files: TransferFile[] = form.files.map((file, index) => ({
-              ...file,
-              encryptionIv: ivs[index] ?? null,
-            }));
-            const body = parsed.data;
-            const resolved = await resolveParties(db, caller.accountId, {
-              mode: body.mode,
-              sender: body.sender,
-              recipient: body.recipient,
-              recipientAccount: body.recipient_account ?? null,
-            });
-            if (resolved.human && !form.dataKey) {
-              throw validationError(
-                "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",
-                "files",
-              );
-            }
-            const now = clock.now();
-            const result = await createTransfer(
-              deps,
-              {
-                transferId,
-                presigned: false,
-                parties: resolved.parties,
-                human: resolved.human,
-                atRest: form.dataKey
-                  ? { wrappedDataKey: seal(deps.serverKey, DATA_KEY_PURPOSE, form.dataKey) }
-                  : null,
-                terms: termsOf(body, limits.maxRetentionSeconds, now),
-                files,
-                encryption: encryptionOf(body, resolved),
-              },
-              caller,
-            );
-            await settle(result.position);
+            sent = await sendTransfer(deps, caller, parseForm(staged.form.fields), staged);
           } catch (error) {
-            await blobs.delete(keys);
+            await staged.discard();
             throw error;
           }
-          return reply
-            .status(201)
-            .send(presentTransfer(await settledTransfer(transferId, caller.accountId), base, clock.now()));
+          await settle(sent.position);
+          return reply.status(201).send(presentTransfer(viewOf(sent.transfer), base, clock.now()));
         },
       );
     });
@@ -260,78 +183,34 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       },
       async (request, reply) => {
         const caller = callerAccount(request);
-        const body = request.body;
-        const limits = await planOf(caller.accountId);
-        body.files.forEach((file, index) => {
-          checkFileName(file.name, `files.${index}.name`);
-          if (limits.maxFileSize !== null && file.size > limits.maxFileSize) {
-            throw fileTooLarge(
-              `'${file.name}' is over the plan's maximum file size of ${limits.maxFileSize} bytes`,
-            );
-          }
-        });
+        const { body } = request;
         if (body.is_encrypted && !body.encrypted_key) {
           throw validationError("encrypted_key is required when is_encrypted is true", "encrypted_key");
         }
-        const resolved = await resolveParties(db, caller.accountId, {
-          mode: body.mode,
-          sender: body.sender,
-          recipient: body.recipient,
-          recipientAccount: body.recipient_account ?? null,
-        });
-        if (resolved.human) {
-          throw validationError(
-            "agent-to-human transfers go through POST /v1/transfers, so the server can encrypt them for the recipient",
-            "mode",
-          );
-        }
-        const now = clock.now();
-        const transferId = newTransferId();
-        const terms = termsOf(body, limits.maxRetentionSeconds, now);
-        const files: TransferFile[] = body.files.map((file) => ({
-          fileId: newFileId(),
-          name: file.name,
-          size: file.size,
-          type: file.content_type,
-          encryptionIv: file.encryption_iv ?? null,
-        }));
-        const result = await createTransfer(
+        const created = await createPresignedTransfer(
           deps,
-          {
-            transferId,
-            presigned: true,
-            parties: resolved.parties,
-            human: null,
-            atRest: null,
-            terms,
-            files,
-            encryption: encryptionOf(body, resolved),
-          },
           caller,
+          intentOf(body),
+          body.files.map((file) => ({
+            name: file.name,
+            size: file.size,
+            contentType: file.content_type,
+            encryptionIv: file.encryption_iv ?? null,
+          })),
         );
-        await settle(result.position);
-        const linksExpire = new Date(Math.min(now.getTime() + UPLOAD_LINK_MS, Date.parse(terms.expiresAt)));
-        const uploadUrls = await Promise.all(
-          files.map(async (file) => {
-            const upload = await blobs.uploadUrl(blobKey(transferId, file.fileId), {
-              size: file.size,
-              contentType: file.type,
-              expiresAt: linksExpire,
-            });
-            return {
-              file_id: file.fileId,
-              file_name: file.name,
-              upload_url: upload.url,
-              method: upload.method,
-              headers: upload.headers,
-            };
-          }),
-        );
+        await settle(created.position);
+        const id = created.transfer.record.transferId;
         return reply.status(201).send({
-          id: transferId,
-          upload_urls: uploadUrls,
-          confirm_url: `${base}/v1/transfers/${transferId}/confirm`,
-          expires_at: linksExpire.toISOString(),
+          id,
+          upload_urls: created.uploads.map(({ file, link }) => ({
+            file_id: file.fileId,
+            file_name: file.name,
+            upload_url: link.url,
+            method: link.method,
+            headers: link.headers,
+          })),
+          confirm_url: `${base}/v1/transfers/${id}/confirm`,
+          expires_at: created.linksExpire.toISOString(),
         });
       },
     );
@@ -348,15 +227,10 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       },
       async (request) => {
         const caller = callerAccount(request);
-        const row = await findVisibleTransfer(db, request.params.id, caller.accountId);
-        if (!row || row.sender_account_id !== caller.accountId) throw notFound("transfer");
-        const uploaded: Record<string, number | null> = {};
-        for (const file of row.files) {
-          uploaded[file.fileId] = (await blobs.stat(blobKey(row.id, file.fileId)))?.size ?? null;
-        }
-        const result = await changeTransfer(deps, row.id, { type: "ConfirmUpload", uploaded }, caller);
-        await settle(result.position);
-        return presentTransfer(await settledTransfer(row.id, caller.accountId), base, clock.now());
+        const by = { accountId: caller.accountId, agentId: null };
+        const confirmed = await confirmTransfer(deps, by, caller, request.params.id);
+        await settle(confirmed.position);
+        return presentTransfer(viewOf(confirmed.transfer), base, clock.now());
       },
     );
 
@@ -528,48 +402,24 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       },
       async (request) => {
         const caller = callerAccount(request);
-        const row = await findVisibleTransfer(db, request.params.id, caller.accountId);
-        if (!row) throw notFound("transfer");
-        if (row.recipient_account_id !== caller.accountId) {
-          throw new HttpError(403, "FORBIDDEN", "only the recipient side may download a transfer");
-        }
-        const agent = await namedAgent(db, request, caller.accountId);
-        if (agent && row.recipient_agent_id && agent.id !== row.recipient_agent_id) {
-          throw new HttpError(403, "FORBIDDEN", "this transfer is addressed to another agent");
-        }
-        const result = await changeTransfer(
-          deps,
-          row.id,
-          {
-            type: "RecordDownload",
-            downloaderAgentId: agent?.id ?? row.recipient_agent_id,
-            linkLifetimeMs: DOWNLOAD_LINK_MS,
-          },
-          caller,
-        );
-        await settle(result.position);
-        const linksExpire = new Date(clock.now().getTime() + DOWNLOAD_LINK_MS);
-        const files = await Promise.all(
-          row.files.map(async (file) => ({
+        const by = await partyOf(request, caller.accountId);
+        const { position, transfer, links } = await downloadTransfer(deps, by, caller, request.params.id);
+        await settle(position);
+        const { record } = transfer;
+        const e = record.encryption;
+        return {
+          id: record.transferId,
+          files: links.map(({ file, url }) => ({
             file_name: file.name,
-            download_url: await blobs.downloadUrl(blobKey(row.id, file.fileId), {
-              expiresAt: linksExpire,
-              fileName: file.name,
-              contentType: file.type,
-            }),
+            download_url: url,
             size: file.size,
             encryption_iv: file.encryptionIv,
           })),
-        );
-        const e = row.encryption;
-        return {
-          id: row.id,
-          files,
-          downloads: result.state.downloads,
-          downloads_remaining: result.state.maxDownloads - result.state.downloads,
-          expires_at: new Date(row.expires_at).toISOString(),
-          auto_delete: row.auto_delete,
-          is_encrypted: row.is_encrypted,
+          downloads: transfer.downloads,
+          downloads_remaining: record.maxDownloads - transfer.downloads,
+          expires_at: record.expiresAt,
+          auto_delete: record.autoDelete,
+          is_encrypted: record.isEncrypted,
           encrypted_key: e.encryptedKey,
           encryption_algorithm: e.algorithm,
           recipient_key_version: e.recipientKeyVersion,
@@ -597,11 +447,10 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       },
       async (request) => {
         const caller = callerAccount(request);
-        const row = await findVisibleTransfer(db, request.params.id, caller.accountId);
-        if (!row) throw notFound("transfer");
-        const result = await changeTransfer(deps, row.id, { type: "DeleteTransfer" }, caller);
-        await settle(result.position);
-        return { id: row.id, status: "deleted" as const };
+        const by = { accountId: caller.accountId, agentId: null };
+        const deleted = await deleteTransfer(deps, by, caller, request.params.id);
+        await settle(deleted.position);
+        return { id: deleted.transfer.record.transferId, status: "deleted" as const };
       },
     );
   };

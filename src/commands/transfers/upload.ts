@@ -1,13 +1,13 @@
 import { createHash, type Hash, randomBytes } from "node:crypto";
 import { pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
-import type {} from "@fastify/multipart";
-import type { FastifyRequest } from "fastify";
-import type { TransferFile } from "../../domain/transfer.js";
-import { ByteCounter, STREAM_CHUNK } from "../blobs/filesystem.js";
-import { blobKey } from "../blobs/keys.js";
-import { type BlobStore, BlobTooLargeError } from "../blobs/port.js";
-import { EncryptRecords } from "../security/record-cipher.js";
-import { HttpError, validationError } from "./errors.js";
+import type { Multipart } from "@fastify/multipart";
+import type { PlanLimits } from "../../../domain/plan-limits.js";
+import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
+import { ByteCounter, STREAM_CHUNK } from "../../blobs/filesystem.js";
+import { blobKey } from "../../blobs/keys.js";
+import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";
+import { fileTooLarge, HttpError, validationError } from "../../http/errors.js";
+import { EncryptRecords } from "../../security/record-cipher.js";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -32,8 +32,6 @@ export function checkFileName(name: string, path: string): void {
   }
 }
 
-export const fileTooLarge = (message: string) => new HttpError(413, "FILE_TOO_LARGE", message);
-
 export interface ReceivedForm {
   fields: Map<string, string[]>;
   files: TransferFile[];
@@ -44,8 +42,7 @@ export interface ReceivedForm {
 }
 
 export interface UploadCaps {
-  /** The plan's size limit per file, or null. */
-  maxFileSize: number | null;
+  limits: PlanLimits;
   /** Bytes left in the account's storage, or null when unlimited. */
   storageLeft: number | null;
 }
@@ -117,20 +114,21 @@ const hasNul = (text: string) => text.includes("\u0000");
  * every file's name, type and bytes, not the boundary: a retried upload has the same one.
  */
 export async function receiveMultipart(
-  request: FastifyRequest,
+  parts: AsyncIterable<Multipart>,
   blobs: BlobStore,
   transferId: string,
   caps: UploadCaps,
   atRestKeyFor: AtRestKeyFor,
+  fingerprinted: boolean,
 ): Promise<ReceivedForm> {
   let dataKey: Buffer | null | undefined;
   const fields = new Map<string, string[]>();
   const files: TransferFile[] = [];
   // Hashing every byte costs CPU: only a request that may be repeated (Idempotency-Key) pays it.
-  const fingerprint = request.headers["idempotency-key"] === undefined ? null : createHash("sha256");
+  const fingerprint = fingerprinted ? createHash("sha256") : null;
   let stored = 0;
   try {
-    for await (const part of request.parts()) {
+    for await (const part of parts) {
       if (part.type === "field") {
         const value = String(part.value);
         if (hasNul(part.fieldname) || hasNul(value)) {
@@ -147,10 +145,9 @@ export async function receiveMultipart(
       checkFileName(part.filename, path);
       if (hasNul(part.filename)) throw validationError("a file name must not contain NUL characters", path);
       const fileId = newFileId();
-      const remaining = [caps.maxFileSize, caps.storageLeft === null ? null : caps.storageLeft - stored];
-      const maxBytes = remaining.reduce<number | null>(
-        (min, cap) => (cap === null ? min : min === null ? cap : Math.min(min, cap)),
-        null,
+      const maxBytes = uploadAllowance(
+        caps.limits,
+        caps.storageLeft === null ? null : caps.storageLeft - stored,
       );
       const type = part.mimetype || "application/octet-stream";
       files.push({ fileId, name: part.filename, size: 0, type, encryptionIv: null });
@@ -164,10 +161,11 @@ export async function receiveMultipart(
         stored += size;
       } catch (error) {
         if (!(error instanceof BlobTooLargeError)) throw error;
-        const byPlan = caps.maxFileSize !== null && error.maxBytes === caps.maxFileSize;
+        const { maxFileSize } = caps.limits;
+        const byPlan = maxFileSize !== null && error.maxBytes === maxFileSize;
         throw fileTooLarge(
           byPlan
-            ? `'${part.filename}' is over the plan's maximum file size of ${caps.maxFileSize} bytes`
+            ? `'${part.filename}' is over the plan's maximum file size of ${maxFileSize} bytes`
             : `'${part.filename}' does not fit: the account's storage is full`,
         );
       }

@@ -1,9 +1,9 @@
 import type { Knex } from "knex";
 import { z } from "zod";
-import type { HumanRecipient, TransferMode, TransferParties } from "../../domain/transfer.js";
-import { type AgentRow, findConnectedAgentBySlug } from "../queries/agents.js";
-import { validationError } from "./errors.js";
-import { ambiguous, resolveAgent } from "./recipients.js";
+import type { HumanRecipient, TransferMode, TransferParties } from "../../../domain/transfer.js";
+import { validationError } from "../../http/errors.js";
+import { ambiguous, resolveAgent } from "../../http/recipients.js";
+import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
 
 export interface PartiesInput {
   mode: TransferMode;

@@ -1,0 +1,57 @@
+import type { TransferEncryption, TransferMode, TransferTerms } from "../../../domain/transfer.js";
+import type { ResolvedParties } from "./parties.js";
+
+/** What a caller asks of a new transfer, validated at the edge, before anything is resolved. */
+export interface TransferIntent {
+  mode: TransferMode;
+  sender: string;
+  recipient: string;
+  recipientAccount: string | null;
+  expiresInSeconds: number;
+  maxDownloads: number;
+  autoDelete: boolean;
+  isEncrypted: boolean;
+  message: string | null;
+  metadata: Record<string, unknown>;
+  /** The client's encryption material (decisions 3.20), stored as given. */
+  encryptedKey: string | null;
+  encryptionAlgorithm: string | null;
+  senderSignature: string | null;
+  recipientKeyVersion: number | null;
+}
+
+export function partiesInput(intent: TransferIntent) {
+  return {
+    mode: intent.mode,
+    sender: intent.sender,
+    recipient: intent.recipient,
+    recipientAccount: intent.recipientAccount,
+  };
+}
+
+/** The transfer's terms; the plan's retention is the transfer decider's to check. */
+export function termsOf(intent: TransferIntent, now: Date): TransferTerms {
+  return {
+    maxDownloads: intent.maxDownloads,
+    autoDelete: intent.autoDelete,
+    isEncrypted: intent.isEncrypted,
+    message: intent.message,
+    metadata: intent.metadata,
+    expiresAt: new Date(now.getTime() + intent.expiresInSeconds * 1000).toISOString(),
+  };
+}
+
+/** Decisions 3.20: the client's encryption material, stored as given, plus the parties' public keys. */
+export function encryptionOf(intent: TransferIntent, resolved: ResolvedParties): TransferEncryption {
+  const encrypted = intent.isEncrypted;
+  return {
+    encryptedKey: encrypted ? intent.encryptedKey : null,
+    algorithm: encrypted ? (intent.encryptionAlgorithm ?? "AES-256-GCM") : null,
+    senderSignature: intent.senderSignature,
+    recipientKeyVersion: encrypted
+      ? (intent.recipientKeyVersion ?? resolved.recipientAgent?.key_version ?? null)
+      : null,
+    senderPublicKey: encrypted ? (resolved.senderAgent?.public_key ?? null) : null,
+    recipientPublicKey: null,
+  };
+}

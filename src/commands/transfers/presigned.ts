@@ -1,0 +1,94 @@
+import type { Party, TransferFile } from "../../../domain/transfer.js";
+import { blobKey } from "../../blobs/keys.js";
+import { validationError } from "../../http/errors.js";
+import type { Actor } from "../streams.js";
+import { encryptionOf, partiesInput, type TransferIntent, termsOf } from "./intent.js";
+import { resolveParties } from "./parties.js";
+import { changeTransfer, createTransfer, prepareSender, type TransferDeps } from "./record.js";
+import { checkFileName, newFileId, newTransferId } from "./upload.js";
+
+/** Decisions 3.16: upload links live an hour, never past the transfer. */
+const UPLOAD_LINK_MS = 60 * 60 * 1000;
+
+export interface DeclaredFile {
+  name: string;
+  size: number;
+  contentType: string;
+  encryptionIv: string | null;
+}
+
+/**
+ * Records a transfer whose files the client uploads itself, then hands out one upload link per
+ * file; it stays `pending` until confirmed. Sizes count against the plan as declared.
+ */
+export async function createPresignedTransfer(
+  deps: TransferDeps,
+  caller: Actor & { accountId: string },
+  intent: TransferIntent,
+  declared: DeclaredFile[],
+) {
+  declared.forEach((file, index) => {
+    checkFileName(file.name, `files.${index}.name`);
+  });
+  const resolved = await resolveParties(deps.db, caller.accountId, partiesInput(intent));
+  if (resolved.human) {
+    throw validationError(
+      "agent-to-human transfers go through POST /v1/transfers, so the server can encrypt them for the recipient",
+      "mode",
+    );
+  }
+  const sender = await prepareSender(deps, caller.accountId);
+  const now = deps.clock.now();
+  const files: TransferFile[] = declared.map((file) => ({
+    fileId: newFileId(),
+    name: file.name,
+    size: file.size,
+    type: file.contentType,
+    encryptionIv: file.encryptionIv,
+  }));
+  const transferId = newTransferId();
+  const terms = termsOf(intent, now);
+  const created = await createTransfer(
+    deps,
+    {
+      transferId,
+      presigned: true,
+      parties: resolved.parties,
+      human: null,
+      atRest: null,
+      terms,
+      files,
+      encryption: encryptionOf(intent, resolved),
+    },
+    caller,
+    sender,
+  );
+  const linksExpire = new Date(Math.min(now.getTime() + UPLOAD_LINK_MS, Date.parse(terms.expiresAt)));
+  const uploads = await Promise.all(
+    files.map(async (file) => ({
+      file,
+      link: await deps.blobs.uploadUrl(blobKey(transferId, file.fileId), {
+        size: file.size,
+        contentType: file.type,
+        expiresAt: linksExpire,
+      }),
+    })),
+  );
+  return { ...created, uploads, linksExpire };
+}
+
+/** Activates a presigned transfer once every file is stored with its declared size. */
+export function confirmTransfer(deps: TransferDeps, by: Party, actor: Actor, transferId: string) {
+  return changeTransfer(
+    deps,
+    transferId,
+    async (transfer) => {
+      const uploaded: Record<string, number | null> = {};
+      for (const file of transfer.record.files) {
+        uploaded[file.fileId] = (await deps.blobs.stat(blobKey(transferId, file.fileId)))?.size ?? null;
+      }
+      return { type: "ConfirmUpload" as const, by, uploaded };
+    },
+    actor,
+  );
+}

@@ -1,0 +1,181 @@
+import type { Knex } from "knex";
+import { type AccountState, accountDecider } from "../../../domain/account.js";
+import { billingPeriodStart } from "../../../domain/billing.js";
+import { DomainError } from "../../../domain/decider.js";
+import type { PlanLimits } from "../../../domain/plan-limits.js";
+import { streams } from "../../../domain/streams.js";
+import {
+  bytesOf,
+  releasesStorage,
+  type Transfer,
+  type TransferCommand,
+  type TransferEvent,
+  transferDecider,
+} from "../../../domain/transfer.js";
+import { type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
+import type { BlobStore } from "../../blobs/port.js";
+import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/port.js";
+import { limitsOf } from "../../plans/catalog.js";
+import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
+import type { CommandDeps } from "../deps.js";
+import {
+  type Actor,
+  accepted,
+  appendAll,
+  keepSnapshot,
+  type Loaded,
+  load,
+  loadSnapshotted,
+  retryOnConflict,
+  type Snapshotted,
+  toAppend,
+} from "../streams.js";
+
+/** What the transfer commands need beyond the log: the read models (names → ids) and file storage. */
+export interface TransferDeps extends CommandDeps {
+  db: Knex;
+  blobs: BlobStore;
+}
+
+/** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */
+const USAGE_SNAPSHOT = "usage/v2";
+const SYSTEM: Actor = { accountId: null, keyId: null };
+
+/** What a new transfer is made of: the CreateTransfer command less the time the handler stamps. */
+export type NewTransfer = Omit<Extract<TransferCommand, { type: "CreateTransfer" }>, "type" | "now">;
+
+/** The sending account as a new transfer is decided against it: its plan and its books. */
+export interface Sender {
+  limits: PlanLimits;
+  account: Loaded<AccountState>;
+  usage: Snapshotted<UsageState>;
+}
+
+async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
+  const account = await load(deps.store, accountDecider, streams.account(accountId));
+  if (!account.state.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
+  const usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
+  return { limits: limitsOf(account.state.plan), account, usage };
+}
+
+/**
+ * The sender's plan and books, with its overdue transfers expired first: storage held by a
+ * transfer past its expiry is free at once (decisions 3.14), whether or not the housekeeper has
+ * swept it yet, so each is expired here as the housekeeper would.
+ */
+export async function prepareSender(deps: TransferDeps, accountId: string): Promise<Sender> {
+  const sender = await loadSender(deps, accountId);
+  if (sender.limits.storageBytes === null || sender.usage.state.bytesHeld === 0) return sender;
+  const overdue = await overdueTransfersOf(deps.db, accountId, deps.clock.now());
+  if (overdue.length === 0) return sender;
+  for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM);
+  return loadSender(deps, accountId);
+}
+
+/**
+ * Records a new transfer and counts it on the sender's quota stream in one atomic append, so the
+ * monthly count and the storage limit hold however many uploads race (decisions 3.14). `sender`,
+ * when the caller loaded it already, serves the first attempt; a retry after a concurrent write
+ * reads the books again.
+ */
+export async function createTransfer(
+  deps: CommandDeps,
+  input: NewTransfer,
+  actor: Actor,
+  sender?: Sender,
+): Promise<{ position: Position; transfer: Transfer }> {
+  let first = sender;
+  return retryOnConflict(async () => {
+    const accountId = input.parties.senderAccountId;
+    const { limits, account, usage } = first ?? (await loadSender(deps, accountId));
+    first = undefined;
+    const now = deps.clock.now().toISOString();
+    const created = accepted(
+      transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
+        limits,
+      }),
+    );
+    const counted: UsageEvent[] = accepted(
+      usageDecider.decide(
+        {
+          type: "CountTransfer",
+          transferId: input.transferId,
+          period: billingPeriodStart(account.state.createdAt, now),
+          bytes: bytesOf(input.files),
+          // Spec section 8: sends to people without an account are limited per UTC day.
+          inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
+          expiresAt: input.terms.expiresAt,
+        },
+        usage.state,
+        { limits },
+      ),
+    );
+    const position = await appendAll(deps.store, [
+      toAppend({ streamId: streams.transfer(input.transferId), expected: NO_STREAM }, created, actor, now),
+      toAppend(usage, counted, actor, now),
+    ]);
+    await keepSnapshot(deps, usageDecider, usage, counted);
+    return { position: position ?? "", transfer: decided(created) };
+  });
+}
+
+/** A change command without its time, which the handler stamps from the service clock. */
+export type TransferChange =
+  Exclude<TransferCommand, { type: "CreateTransfer" }> extends infer C
+    ? C extends unknown
+      ? Omit<C, "now">
+      : never
+    : never;
+
+/**
+ * Any later change of a transfer (confirm, download, expiry, deletion, purge). Storage the change
+ * frees is released on the sender's quota stream in the same append. Many attempts are allowed:
+ * parallel downloads of one transfer all contend for its stream, and each must be counted once.
+ * `prepare` runs before each decision with the transfer as it stands (a confirm looks at the
+ * stored files) and gives what the command needs from outside the log.
+ */
+export async function changeTransfer<C extends TransferChange>(
+  deps: CommandDeps,
+  transferId: string,
+  change: C | ((transfer: Transfer) => Promise<C>),
+  actor: Actor,
+): Promise<{ position: Position | null; transfer: Transfer }> {
+  if (!isTransferId(transferId)) throw new DomainError("NOT_FOUND", "no such transfer");
+  return retryOnConflict(async () => {
+    const loaded = await load(deps.store, transferDecider, streams.transfer(transferId));
+    const before = loaded.state;
+    if (before.status === "none") throw new DomainError("NOT_FOUND", "no such transfer");
+    const command = typeof change === "function" ? await change(before) : change;
+    const now = deps.clock.now().toISOString();
+    const events = accepted(
+      transferDecider.decide({ ...command, now } as TransferCommand, before, undefined),
+    );
+    const appends: StreamAppend[] = [toAppend(loaded, events, actor, now)];
+    const accountId = before.record.senderAccountId;
+    let usage: Snapshotted<UsageState> | null = null;
+    let released: UsageEvent[] = [];
+    if (releasesStorage(before, events)) {
+      usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
+      released = accepted(
+        usageDecider.decide(
+          { type: "ReleaseStorage", transferId, bytes: bytesOf(before.record.files) },
+          usage.state,
+          { limits: NO_LIMITS },
+        ),
+      );
+      appends.push(toAppend(usage, released, actor, now));
+    }
+    const position = await appendAll(deps.store, appends);
+    if (usage) await keepSnapshot(deps, usageDecider, usage, released);
+    return { position, transfer: events.reduce(transferDecider.evolve, before) as Transfer };
+  }, 200);
+}
+
+// Releasing storage is never refused, whatever the plan.
+const NO_LIMITS = limitsOf("enterprise");
+
+function decided(events: TransferEvent[]): Transfer {
+  const state = events.reduce(transferDecider.evolve, transferDecider.initialState());
+  if (state.status === "none") throw new Error("a created transfer has no state");
+  return state;
+}
