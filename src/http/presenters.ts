@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { bytesOf, statusAt, type Transfer } from "../../domain/transfer.js";
+import { bytesOf, statusAt, type Transfer, type TransferFile } from "../../domain/transfer.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
 import type { TransferRow } from "../queries/transfers.js";
@@ -97,5 +97,33 @@ export function presentTransfer(row: TransferView, baseUrl: string, now: Date) {
     message: row.message,
     created_at: iso(row.created_at),
     expires_at: expiresAt,
+  };
+}
+
+/** The answer of a counted download (spec 4.12): one signed link per file and the key material. */
+export function presentDownload(transfer: Transfer, links: { file: TransferFile; url: string }[]) {
+  const { record } = transfer;
+  const e = record.encryption;
+  return {
+    id: record.transferId,
+    files: links.map(({ file, url }) => ({
+      file_name: file.name,
+      download_url: url,
+      size: file.size,
+      encryption_iv: file.encryptionIv,
+    })),
+    downloads: transfer.downloads,
+    downloads_remaining: record.maxDownloads - transfer.downloads,
+    expires_at: record.expiresAt,
+    auto_delete: record.autoDelete,
+    is_encrypted: record.isEncrypted,
+    encrypted_key: e.encryptedKey,
+    encryption_algorithm: e.algorithm,
+    recipient_key_version: e.recipientKeyVersion,
+    sender_signature: e.senderSignature,
+    channel_id: null,
+    encryption_salt: null,
+    sender_public_key: e.senderPublicKey,
+    recipient_public_key: e.recipientPublicKey,
   };
 }

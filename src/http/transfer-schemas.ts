@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { TRANSFER_MODES } from "../../domain/transfer.js";
+import type { TransferIntent } from "../commands/transfers/intent.js";
+import { validationError } from "./errors.js";
 import { longTextSchema, metadataSchema, timestamp } from "./schemas.js";
 
 /** Spec 4.9 / section 8: the allowed lifetimes, capped by the plan's retention (decisions 3.13). */
@@ -140,4 +142,96 @@ export const presignedResponseSchema = z.object({
   ),
   confirm_url: z.string(),
   expires_at: timestamp,
+});
+
+export function encodeCursor(position: string): string {
+  return Buffer.from(position).toString("base64url");
+}
+
+export function decodeCursor(cursor: string): string {
+  const position = Buffer.from(cursor, "base64url").toString("utf8");
+  if (!/^[0-9.]+$/.test(position)) throw validationError("cursor is not one this server gave out", "cursor");
+  return position;
+}
+
+/** The fields a new transfer shares between the multipart form and the presigned body, as validated. */
+interface TransferInput {
+  mode: TransferIntent["mode"];
+  sender: string;
+  recipient: string;
+  recipient_account?: string | undefined;
+  expires_in: keyof typeof EXPIRES_IN_SECONDS;
+  max_downloads: number;
+  auto_delete: boolean;
+  is_encrypted: boolean;
+  message?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  encrypted_key?: string | undefined;
+  encryption_algorithm?: string | undefined;
+  sender_signature?: string | undefined;
+  recipient_key_version?: number | undefined;
+}
+
+export function intentOf(input: TransferInput): TransferIntent {
+  return {
+    mode: input.mode,
+    sender: input.sender,
+    recipient: input.recipient,
+    recipientAccount: input.recipient_account ?? null,
+    expiresInSeconds: EXPIRES_IN_SECONDS[input.expires_in],
+    maxDownloads: input.max_downloads,
+    autoDelete: input.auto_delete,
+    isEncrypted: input.is_encrypted,
+    message: input.message ?? null,
+    metadata: input.metadata ?? {},
+    encryptedKey: input.encrypted_key ?? null,
+    encryptionAlgorithm: input.encryption_algorithm ?? null,
+    senderSignature: input.sender_signature ?? null,
+    recipientKeyVersion: input.recipient_key_version ?? null,
+  };
+}
+
+/** The multipart form's text fields (one value each), validated like a JSON body would be. */
+export function parseForm(fields: Map<string, string[]>): TransferIntent {
+  const single = Object.fromEntries([...fields].map(([name, values]) => [name, values[0]]));
+  const parsed = transferFormSchema.safeParse(single);
+  if (!parsed.success) {
+    const details = parsed.error.issues.map((issue) => ({
+      path: issue.path.join("."),
+      message: issue.message,
+    }));
+    throw validationError(`${details[0]?.path}: ${details[0]?.message}`, details);
+  }
+  return intentOf(parsed.data);
+}
+
+/** Decisions 3.11: the longest an inbox long-poll waits. */
+const MAX_WAIT_SECONDS = 30;
+
+export const listQuerySchema = z.object({
+  direction: z.enum(["sent", "received"]).optional(),
+  status: z.enum(["pending", "pending_recipient", "active", "downloaded", "expired"]).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+export const listResponseSchema = z.object({
+  transfers: z.array(transferSchema),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
+  has_more: z.boolean(),
+});
+
+export const inboxQuerySchema = z.object({
+  agent_id: z.string().optional(),
+  cursor: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  wait: z.coerce.number().min(0).max(MAX_WAIT_SECONDS).default(0),
+});
+
+export const inboxResponseSchema = z.object({
+  transfers: z.array(transferSchema),
+  next_cursor: z.string().nullable(),
+  has_more: z.boolean(),
 });

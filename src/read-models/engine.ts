@@ -133,6 +133,8 @@ export class ProjectionEngine {
     const checkpoints = await this.db.transaction((trx) => lockCheckpoints(trx, this.projections));
     if (this.stopped) return;
     this.checkpoints = checkpoints;
+    // Another instance may have moved the read models on: whoever waits for them looks again.
+    this.notify();
     this.subscription = this.store.subscribe({
       from: oldest(checkpoints, this.projections),
       batchSize: BATCH_SIZE,
@@ -149,6 +151,10 @@ export class ProjectionEngine {
 
   private async applyBatch(batch: RecordedEvent[]): Promise<void> {
     this.checkpoints = await applyBatch(this.db, this.projections, this.checkpoints, batch);
+    this.notify();
+  }
+
+  private notify(): void {
     for (const listener of this.listeners) listener();
   }
 

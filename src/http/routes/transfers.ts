@@ -1,94 +1,36 @@
-import fastifyMultipart from "@fastify/multipart";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Party } from "../../../domain/transfer.js";
-import { STREAM_CHUNK } from "../../blobs/filesystem.js";
 import { deleteTransfer, downloadTransfer } from "../../commands/transfers/download.js";
-import type { TransferIntent } from "../../commands/transfers/intent.js";
 import { confirmTransfer, createPresignedTransfer } from "../../commands/transfers/presigned.js";
 import { type StagedUpload, sendTransfer, stageUpload } from "../../commands/transfers/send.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
-import { findVisibleTransfer, inboxPage, listTransfers, type TransferRow } from "../../queries/transfers.js";
+import { findVisibleTransfer, inboxPage, listTransfers } from "../../queries/transfers.js";
+import { waitForRows } from "../../read-models/long-poll.js";
 import { callerAccount } from "../auth.js";
 import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
-import { presentTransfer, viewOf } from "../presenters.js";
+import { acceptMultipart } from "../multipart.js";
+import { presentDownload, presentTransfer, viewOf } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { errors, timestamp } from "../schemas.js";
 import {
+  decodeCursor,
   downloadSchema,
-  EXPIRES_IN_SECONDS,
+  encodeCursor,
+  inboxQuerySchema,
+  inboxResponseSchema,
+  intentOf,
+  listQuerySchema,
+  listResponseSchema,
+  parseForm,
   presignedBodySchema,
   presignedResponseSchema,
-  transferFormSchema,
   transferSchema,
 } from "../transfer-schemas.js";
 
-const MAX_WAIT_SECONDS = 30;
-
 const idParams = z.object({ id: z.string() });
-
-function encodeCursor(position: string): string {
-  return Buffer.from(position).toString("base64url");
-}
-
-function decodeCursor(cursor: string): string {
-  const position = Buffer.from(cursor, "base64url").toString("utf8");
-  if (!/^[0-9.]+$/.test(position)) throw validationError("cursor is not one this server gave out", "cursor");
-  return position;
-}
-
-/** The fields a new transfer shares between the multipart form and the presigned body, as validated. */
-interface TransferInput {
-  mode: TransferIntent["mode"];
-  sender: string;
-  recipient: string;
-  recipient_account?: string | undefined;
-  expires_in: keyof typeof EXPIRES_IN_SECONDS;
-  max_downloads: number;
-  auto_delete: boolean;
-  is_encrypted: boolean;
-  message?: string | undefined;
-  metadata?: Record<string, unknown> | undefined;
-  encrypted_key?: string | undefined;
-  encryption_algorithm?: string | undefined;
-  sender_signature?: string | undefined;
-  recipient_key_version?: number | undefined;
-}
-
-function intentOf(input: TransferInput): TransferIntent {
-  return {
-    mode: input.mode,
-    sender: input.sender,
-    recipient: input.recipient,
-    recipientAccount: input.recipient_account ?? null,
-    expiresInSeconds: EXPIRES_IN_SECONDS[input.expires_in],
-    maxDownloads: input.max_downloads,
-    autoDelete: input.auto_delete,
-    isEncrypted: input.is_encrypted,
-    message: input.message ?? null,
-    metadata: input.metadata ?? {},
-    encryptedKey: input.encrypted_key ?? null,
-    encryptionAlgorithm: input.encryption_algorithm ?? null,
-    senderSignature: input.sender_signature ?? null,
-    recipientKeyVersion: input.recipient_key_version ?? null,
-  };
-}
-
-/** The multipart form's text fields (one value each), validated like a JSON body would be. */
-function parseForm(fields: Map<string, string[]>): TransferIntent {
-  const single = Object.fromEntries([...fields].map(([name, values]) => [name, values[0]]));
-  const parsed = transferFormSchema.safeParse(single);
-  if (!parsed.success) {
-    const details = parsed.error.issues.map((issue) => ({
-      path: issue.path.join("."),
-      message: issue.message,
-    }));
-    throw validationError(`${details[0]?.path}: ${details[0]?.message}`, details);
-  }
-  return intentOf(parsed.data);
-}
 
 export function transferRoutes({ service, settle, idempotency }: RouteContext): FastifyPluginAsync {
   const { db, clock, engine } = service;
@@ -103,22 +45,8 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
-    // Only the upload route parses multipart: elsewhere such a body is 415, like any non-JSON one.
     await app.register(async (scope) => {
-      await scope.register(fastifyMultipart, {
-        // Sizes are enforced while streaming, against the plan (413 FILE_TOO_LARGE), not by the parser;
-        // file names keep their paths so that a path is refused, never silently cut.
-        preservePath: true,
-        fileHwm: STREAM_CHUNK,
-        highWaterMark: STREAM_CHUNK,
-        limits: {
-          fileSize: Number.MAX_SAFE_INTEGER,
-          files: 100,
-          fields: 50,
-          fieldSize: 64 * 1024,
-          parts: 200,
-        },
-      });
+      await acceptMultipart(scope);
       const uploads = scope.withTypeProvider<ZodTypeProvider>();
 
       uploads.post(
@@ -240,20 +168,9 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         schema: {
           tags: ["transfers"],
           summary: "Transfers sent or received by the caller's account, newest first",
-          querystring: z.object({
-            direction: z.enum(["sent", "received"]).optional(),
-            status: z.enum(["pending", "pending_recipient", "active", "downloaded", "expired"]).optional(),
-            limit: z.coerce.number().int().min(1).max(100).default(20),
-            offset: z.coerce.number().int().min(0).default(0),
-          }),
+          querystring: listQuerySchema,
           response: {
-            200: z.object({
-              transfers: z.array(transferSchema),
-              total: z.number().int(),
-              limit: z.number().int(),
-              offset: z.number().int(),
-              has_more: z.boolean(),
-            }),
+            200: listResponseSchema,
             ...errors(400, 401, 429),
           },
         },
@@ -286,18 +203,9 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         schema: {
           tags: ["transfers"],
           summary: "Incoming pending and active transfers of an agent, with long-poll (`wait`)",
-          querystring: z.object({
-            agent_id: z.string().optional(),
-            cursor: z.string().max(200).optional(),
-            limit: z.coerce.number().int().min(1).max(100).default(20),
-            wait: z.coerce.number().min(0).max(MAX_WAIT_SECONDS).default(0),
-          }),
+          querystring: inboxQuerySchema,
           response: {
-            200: z.object({
-              transfers: z.array(transferSchema),
-              next_cursor: z.string().nullable(),
-              has_more: z.boolean(),
-            }),
+            200: inboxResponseSchema,
             ...errors(400, 401, 429),
           },
         },
@@ -321,7 +229,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           });
 
         let rows = await page();
-        if (rows.length === 0 && wait > 0) rows = await waitForInbox(page, wait * 1000, request);
+        if (rows.length === 0 && wait > 0) rows = await waitForRows(engine, page, wait * 1000, request.raw);
         const shown = rows.slice(0, limit);
         const last = shown[shown.length - 1];
         const now = clock.now();
@@ -332,45 +240,6 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         };
       },
     );
-
-    /** Long-poll: query again each time the transfers projection moves, until rows arrive or time is up. */
-    function waitForInbox(page: () => Promise<TransferRow[]>, ms: number, request: FastifyRequest) {
-      return new Promise<TransferRow[]>((resolve, reject) => {
-        let checking = false;
-        let again = false;
-        const finish = (rows: TransferRow[]) => {
-          clearTimeout(timer);
-          stop();
-          request.raw.off("close", onClose);
-          resolve(rows);
-        };
-        const check = async () => {
-          if (checking) {
-            again = true;
-            return;
-          }
-          checking = true;
-          try {
-            do {
-              again = false;
-              const rows = await page();
-              if (rows.length > 0) return finish(rows);
-            } while (again);
-          } catch (error) {
-            clearTimeout(timer);
-            stop();
-            reject(error);
-          } finally {
-            checking = false;
-          }
-        };
-        const onClose = () => finish([]);
-        const stop = engine.onAdvance(() => void check());
-        const timer = setTimeout(() => finish([]), ms);
-        request.raw.once("close", onClose);
-        void check();
-      });
-    }
 
     routes.get(
       "/v1/transfers/:id",
@@ -405,30 +274,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         const by = await partyOf(request, caller.accountId);
         const { position, transfer, links } = await downloadTransfer(deps, by, caller, request.params.id);
         await settle(position);
-        const { record } = transfer;
-        const e = record.encryption;
-        return {
-          id: record.transferId,
-          files: links.map(({ file, url }) => ({
-            file_name: file.name,
-            download_url: url,
-            size: file.size,
-            encryption_iv: file.encryptionIv,
-          })),
-          downloads: transfer.downloads,
-          downloads_remaining: record.maxDownloads - transfer.downloads,
-          expires_at: record.expiresAt,
-          auto_delete: record.autoDelete,
-          is_encrypted: record.isEncrypted,
-          encrypted_key: e.encryptedKey,
-          encryption_algorithm: e.algorithm,
-          recipient_key_version: e.recipientKeyVersion,
-          sender_signature: e.senderSignature,
-          channel_id: null,
-          encryption_salt: null,
-          sender_public_key: e.senderPublicKey,
-          recipient_public_key: e.recipientPublicKey,
-        };
+        return presentDownload(transfer, links);
       },
     );
 

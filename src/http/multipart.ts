@@ -1,0 +1,24 @@
+import fastifyMultipart from "@fastify/multipart";
+import type { FastifyInstance } from "fastify";
+import { STREAM_CHUNK } from "../blobs/filesystem.js";
+
+/**
+ * Multipart parsing for the one route that takes it (POST /v1/transfers); elsewhere such a body is
+ * 415, like any non-JSON one. Sizes are enforced while streaming, against the plan (413
+ * FILE_TOO_LARGE), not by the parser; file names keep their paths so that a path is refused,
+ * never silently cut.
+ */
+export async function acceptMultipart(scope: FastifyInstance): Promise<void> {
+  await scope.register(fastifyMultipart, {
+    preservePath: true,
+    fileHwm: STREAM_CHUNK,
+    highWaterMark: STREAM_CHUNK,
+    limits: {
+      fileSize: Number.MAX_SAFE_INTEGER,
+      files: 100,
+      fields: 50,
+      fieldSize: 64 * 1024,
+      parts: 200,
+    },
+  });
+}
