@@ -8,11 +8,11 @@ import type { Mailer } from "../mail/mailer.js";
  * transfer (the invite limit is enforced when the transfer is created).
  */
 export function invitationMailer(mailer: Mailer, clock: Clock, publicBaseUrl: string) {
-  return async (recorded: RecordedEvent): Promise<void> => {
-    if (recorded.type !== "TransferCreated") return;
+  return async (recorded: RecordedEvent): Promise<boolean> => {
+    if (recorded.type !== "TransferCreated") return false;
     const data = recorded.data as unknown as Extract<TransferEvent, { type: "TransferCreated" }>["data"];
-    if (data.pendingReason !== "recipient_not_registered") return;
-    if (Date.parse(data.expiresAt) <= clock.now().getTime()) return;
+    if (data.pendingReason !== "recipient_not_registered") return false;
+    if (Date.parse(data.expiresAt) <= clock.now().getTime()) return false;
     const count = data.files.length === 1 ? "a file" : `${data.files.length} files`;
     await mailer.send({
       to: data.recipient,
@@ -27,5 +27,6 @@ export function invitationMailer(mailer: Mailer, clock: Clock, publicBaseUrl: st
         `The transfer is kept until ${data.expiresAt}.`,
       ].join("\n"),
     });
+    return true;
   };
 }

@@ -5,8 +5,12 @@ import type { EventStore, Position, RecordedEvent, Subscription } from "../event
  * Runs a side effect (an e-mail) once per event, from a checkpoint kept beside the projections'.
  * Unlike a projection it is never rebuilt, and it starts at the head of the log the first time it
  * runs, so history is never acted on twice. Delivery is at least once: a crash after the effect and
- * before the checkpoint repeats that one effect.
+ * before the checkpoint repeats that one effect. The checkpoint moves after a batch it acted on,
+ * or every SAVE_EVERY events: batches with nothing to do cost no write.
  */
+/** Events passed over before the checkpoint of a reactor that did nothing moves anyway. */
+const SAVE_EVERY = 1000;
+
 export class Reactor {
   private subscription: Subscription | null = null;
 
@@ -14,7 +18,8 @@ export class Reactor {
     private readonly name: string,
     private readonly store: EventStore,
     private readonly db: Knex,
-    private readonly react: (event: RecordedEvent) => Promise<void>,
+    /** Acts on one event; true when it did something. */
+    private readonly react: (event: RecordedEvent) => Promise<boolean>,
     private readonly onError: (error: unknown) => void,
   ) {}
 
@@ -24,15 +29,20 @@ export class Reactor {
 
   async start(): Promise<void> {
     const from = await this.checkpoint();
+    let unsaved = 0;
     this.subscription = this.store.subscribe({
       from,
       handle: async (batch) => {
-        for (const event of batch) await this.react(event);
+        let acted = false;
+        for (const event of batch) acted = (await this.react(event)) || acted;
+        unsaved += batch.length;
         const last = batch[batch.length - 1];
-        if (last)
+        if (last && (acted || unsaved >= SAVE_EVERY)) {
           await this.db("projection_checkpoints")
             .where({ name: this.checkpointName })
             .update({ position: last.position });
+          unsaved = 0;
+        }
       },
       onError: this.onError,
     });

@@ -103,7 +103,9 @@ export class ProjectionEngine {
     await this.db.transaction(async (trx) => {
       await lockCheckpoints(trx, rebuilt);
       for (const table of rebuilt.flatMap((p) => p.tables)) await trx.raw("truncate table ??", [table]);
-      await saveCheckpoints(trx, checkpoints);
+      await trx("projection_checkpoints")
+        .whereIn("name", [...checkpoints.keys()])
+        .update({ position: null });
     });
     let events = 0;
     for (;;) {
@@ -180,19 +182,23 @@ async function applyBatch(
   if (!last) return expected;
   const moved: Checkpoints = new Map();
   await db.transaction(async (trx) => {
-    const stored = await lockCheckpoints(trx, projections);
-    for (const { name } of projections) {
-      if (stored.get(name) !== expected.get(name)) throw new CheckpointMoved(`checkpoint of ${name} moved`);
+    const due = projections.filter((p) => isAfter(last.position, expected.get(p.name) ?? null));
+    // Compare-and-set first: it takes the checkpoint rows, so a second instance waits here, then
+    // finds them moved and reads them again instead of applying the batch twice.
+    for (const [from, names] of groupBy(due, (p) => expected.get(p.name) ?? null)) {
+      const updated = await trx("projection_checkpoints")
+        .whereIn("name", names)
+        .whereRaw("position is not distinct from ?", [from])
+        .update({ position: last.position });
+      if (updated !== names.length) throw new CheckpointMoved(`checkpoints of ${names.join(", ")} moved`);
     }
-    for (const projection of projections) {
+    for (const projection of due) {
       const from = expected.get(projection.name) ?? null;
-      if (!isAfter(last.position, from)) continue;
       for (const event of batch) {
         if (isAfter(event.position, from)) await projection.apply(trx, event);
       }
       moved.set(projection.name, last.position);
     }
-    await saveCheckpoints(trx, moved);
   });
   return new Map([...expected, ...moved]);
 }
@@ -223,11 +229,12 @@ async function lockCheckpoints(trx: Knex.Transaction, projections: Projection[])
   return new Map(rows.map((row) => [row.name, row.position]));
 }
 
-async function saveCheckpoints(trx: Knex.Transaction, checkpoints: Checkpoints): Promise<void> {
-  const byPosition = new Map<Position | null, string[]>();
-  for (const [name, position] of checkpoints)
-    byPosition.set(position, [...(byPosition.get(position) ?? []), name]);
-  for (const [position, names] of byPosition) {
-    await trx("projection_checkpoints").whereIn("name", names).update({ position });
+/** Projection names grouped by the checkpoint each is at. */
+function groupBy(projections: Projection[], key: (p: Projection) => Position | null) {
+  const groups = new Map<Position | null, string[]>();
+  for (const projection of projections) {
+    const position = key(projection);
+    groups.set(position, [...(groups.get(position) ?? []), projection.name]);
   }
+  return groups;
 }
