@@ -1,5 +1,6 @@
 // Test helpers: feed bytes through the record streams in awkward chunk sizes and collect what comes out.
 import { createDecryptStream, createEncryptStream } from "@handoff/sdk";
+import { expect } from "vitest";
 
 /** Chunk sizes that never line up with the 24-byte header or the 65,536/65,552-byte records. */
 export const ODD_CHUNKS = [1, 7, 23, 1000, 65_537, 13, 99_991, 65_551];
@@ -73,4 +74,13 @@ export function flipped(bytes: Uint8Array, index: number, mask = 1): Uint8Array 
   const copy = bytes.slice();
   copy[index] = (copy[index] ?? 0) ^ mask;
   return copy;
+}
+
+/** Byte-for-byte equality; vitest's deep toEqual takes seconds on arrays of hundreds of KB. */
+export function expectBytes(actual: Uint8Array, expected: Uint8Array): void {
+  expect(actual.length, "length").toBe(expected.length);
+  expect(
+    actual.findIndex((byte, i) => byte !== expected[i]),
+    "first differing byte",
+  ).toBe(-1);
 }
