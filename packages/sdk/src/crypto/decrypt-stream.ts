@@ -2,6 +2,7 @@ import { type AesKey, aesGcmOpen, TAG_SIZE } from "./aes-gcm.js";
 import { fromBase64 } from "./base64.js";
 import { HandoffCryptoError } from "./errors.js";
 import { requireKey } from "./keys.js";
+import { jobDepth, OrderedJobs } from "./ordered-jobs.js";
 import { RecordCutter } from "./record-cutter.js";
 import {
   badMagic,
@@ -58,17 +59,23 @@ export function createDecryptStream(
   });
 }
 
-/** Opens records in order; knows which one must carry the last flag only when the stream says so. */
+/** Opens records in order; which one must carry the last flag is known only when the stream ends. */
 class RecordOpener {
   private index = 0;
+  private readonly opened: OrderedJobs<Uint8Array>;
   private readonly cutter: RecordCutter;
 
   constructor(
     private readonly key: AesKey,
     private readonly recordSize: number,
-    private readonly controller: Controller,
+    controller: Controller,
   ) {
-    this.cutter = new RecordCutter(recordSize + TAG_SIZE, (sealed) => this.openInnerRecord(sealed));
+    this.opened = new OrderedJobs(jobDepth(recordSize), (plaintext) => {
+      if (plaintext.length > 0) controller.enqueue(plaintext);
+    });
+    this.cutter = new RecordCutter(recordSize + TAG_SIZE, (sealed) =>
+      this.opened.add(this.openInner(sealed, this.index++)),
+    );
   }
 
   push(chunk: Uint8Array): Promise<void> {
@@ -76,32 +83,33 @@ class RecordOpener {
   }
 
   async finish(): Promise<void> {
-    const sealed = this.cutter.rest();
-    if (sealed.length < TAG_SIZE) throw truncated("before a record flagged last");
-    const plaintext = await this.open(sealed, true);
-    if (plaintext) return this.emit(plaintext);
-    // A full record that opens as an inner one: the stream was cut at a record boundary.
-    const cutAtBoundary = sealed.length === this.recordSize + TAG_SIZE && (await this.open(sealed, false));
-    throw cutAtBoundary ? truncated("before a record flagged last") : badTag(this.index);
+    await this.opened.add(this.openLast(this.cutter.rest(), this.index++));
+    await this.opened.drain();
   }
 
-  /** A full record followed by more bytes. */
-  private async openInnerRecord(sealed: Uint8Array): Promise<void> {
-    const plaintext = await this.open(sealed, false);
-    if (plaintext) return this.emit(plaintext);
-    if (await this.open(sealed, true)) {
-      throw new HandoffCryptoError("TRAILING_DATA", `bytes follow the last record (record ${this.index})`);
+  /** A full record with more bytes after it: it must open as an inner record. */
+  private async openInner(sealed: Uint8Array, index: number): Promise<Uint8Array> {
+    const plaintext = await this.open(sealed, index, false);
+    if (plaintext) return plaintext;
+    if (await this.open(sealed, index, true)) {
+      throw new HandoffCryptoError("TRAILING_DATA", `bytes follow the last record (record ${index})`);
     }
-    throw badTag(this.index);
+    throw badTag(index);
   }
 
-  private open(sealed: Uint8Array, last: boolean): Promise<Uint8Array | null> {
-    return aesGcmOpen(this.key, recordNonce(this.index, last), sealed);
+  /** The bytes held when the stream ended: they must open as the record flagged last. */
+  private async openLast(sealed: Uint8Array, index: number): Promise<Uint8Array> {
+    if (sealed.length < TAG_SIZE) throw truncated("before a record flagged last");
+    const plaintext = await this.open(sealed, index, true);
+    if (plaintext) return plaintext;
+    // A full record that opens as an inner one: the stream was cut at a record boundary.
+    const cutAtBoundary =
+      sealed.length === this.recordSize + TAG_SIZE && (await this.open(sealed, index, false));
+    throw cutAtBoundary ? truncated("before a record flagged last") : badTag(index);
   }
 
-  private emit(plaintext: Uint8Array): void {
-    this.index++;
-    if (plaintext.length > 0) this.controller.enqueue(plaintext);
+  private open(sealed: Uint8Array, index: number, last: boolean): Promise<Uint8Array | null> {
+    return aesGcmOpen(this.key, recordNonce(index, last), sealed);
   }
 }
 

@@ -2,6 +2,7 @@ import { type AesKey, aesGcmSeal } from "./aes-gcm.js";
 import { toBase64 } from "./base64.js";
 import { HandoffCryptoError } from "./errors.js";
 import { randomBytes, requireKey } from "./keys.js";
+import { jobDepth, OrderedJobs } from "./ordered-jobs.js";
 import { RecordCutter } from "./record-cutter.js";
 import {
   encodeHeader,
@@ -11,8 +12,6 @@ import {
   requireRecordSize,
   SALT_SIZE,
 } from "./record-format.js";
-
-type Controller = TransformStreamDefaultController<Uint8Array>;
 
 /**
  * Encrypts one file as the records of decisions 5.3. Its `encryptionIv` (base64 of the salt) is
@@ -30,20 +29,23 @@ export function createEncryptStream(
   const recordSize = requireRecordSize(fixed?.recordSize ?? RECORD_SIZE);
   let key: AesKey;
   let index = 0;
+  let sealed: OrderedJobs<Uint8Array>;
   let cutter: RecordCutter;
-  const sealRecord = async (controller: Controller, plaintext: Uint8Array, last: boolean) => {
-    const nonce = recordNonce(index++, last);
-    controller.enqueue(await aesGcmSeal(key, nonce, plaintext));
-  };
+  const seal = (plaintext: Uint8Array, last: boolean) =>
+    sealed.add(aesGcmSeal(key, recordNonce(index++, last), plaintext));
 
   const stream = new TransformStream<Uint8Array, Uint8Array>({
     async start(controller) {
       key = await fileKey(contentKey, salt);
-      cutter = new RecordCutter(recordSize, (record) => sealRecord(controller, record, false));
+      sealed = new OrderedJobs(jobDepth(recordSize), (record) => controller.enqueue(record));
+      cutter = new RecordCutter(recordSize, (record) => seal(record, false));
       controller.enqueue(encodeHeader(recordSize, salt));
     },
     transform: (chunk) => cutter.push(chunk),
-    flush: (controller) => sealRecord(controller, cutter.rest(), true),
+    async flush() {
+      await seal(cutter.rest(), true);
+      await sealed.drain();
+    },
   });
   return { encryptionIv: toBase64(salt), stream };
 }

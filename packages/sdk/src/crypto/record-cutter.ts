@@ -1,17 +1,16 @@
 /**
- * Cuts a byte stream into fixed-size records whatever the incoming chunk boundaries, in one
- * reused buffer (no concatenation). A full record is handed on only once a further byte shows
- * it is not the last one; whatever is held when the stream ends is the last record. Both
- * directions need exactly that: the writer flags the last record, the reader must know which
- * record should carry the flag.
+ * Cuts a byte stream into fixed-size records whatever the incoming chunk boundaries, copying each
+ * byte once into the record it belongs to (no concatenation). A full record is handed on only
+ * once a further byte shows it is not the last one; whatever is held when the stream ends is the
+ * last record. Both directions need exactly that: the writer flags the last record, the reader
+ * must know which record should carry the flag. Each record handed on is the receiver's to keep.
  */
 export class RecordCutter {
-  private readonly buffer: Uint8Array;
+  private buffer: Uint8Array;
   private filled = 0;
 
-  /** `onRecord` must be done with the bytes it is given when its promise settles: the buffer is reused. */
   constructor(
-    recordSize: number,
+    private readonly recordSize: number,
     private readonly onRecord: (record: Uint8Array) => Promise<void>,
   ) {
     this.buffer = new Uint8Array(recordSize);
@@ -20,11 +19,13 @@ export class RecordCutter {
   async push(chunk: Uint8Array): Promise<void> {
     let offset = 0;
     while (offset < chunk.length) {
-      if (this.filled === this.buffer.length) {
-        await this.onRecord(this.buffer);
+      if (this.filled === this.recordSize) {
+        const record = this.buffer;
+        this.buffer = new Uint8Array(this.recordSize);
         this.filled = 0;
+        await this.onRecord(record);
       }
-      const take = Math.min(this.buffer.length - this.filled, chunk.length - offset);
+      const take = Math.min(this.recordSize - this.filled, chunk.length - offset);
       this.buffer.set(chunk.subarray(offset, offset + take), this.filled);
       this.filled += take;
       offset += take;

@@ -103,6 +103,17 @@ describe("the reader refuses (decisions 5.3) and emits no unauthenticated plaint
     expectBytes(result.bytes, firstRecords(1));
   });
 
+  it("two altered records: the stream fails at the first of them, records opened after it never come out", async () => {
+    const tampered = flipped(
+      flipped(ciphertext, HEADER_SIZE + WIRE_RECORD + 7),
+      HEADER_SIZE + 3 * WIRE_RECORD + 7,
+    );
+    const result = await decrypt(key, encryptionIv, tampered);
+    refusedWith(result, "BAD_TAG");
+    expect((result.error as Error).message).toContain("record 1 ");
+    expectBytes(result.bytes, firstRecords(1));
+  });
+
   it("a flipped byte in the last record's tag: BAD_TAG, the last record never comes out", async () => {
     const tampered = flipped(ciphertext, ciphertext.length - 1, 0x80);
     const result = await decrypt(key, encryptionIv, tampered);
