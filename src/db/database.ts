@@ -3,6 +3,7 @@ import knex, { type Knex } from "knex";
 import ClientPgLite from "knex-pglite";
 import pg from "pg";
 import { migrationSource } from "../../migrations/index.js";
+import { PGliteThread } from "./pglite-thread.js";
 
 // bigint and numeric come back as strings from pg but as numbers from PGlite; read models only keep
 // counters and sizes that fit a double, so both drivers hand back numbers.
@@ -19,7 +20,8 @@ export function openDatabase(target: DatabaseTarget): Knex {
   return knex({
     client: ClientPgLite,
     dialect: "postgres",
-    connection: target.directory ? { filename: target.directory } : {},
+    // knex-pglite takes a PGlite-like instance here; knex's own types know only URLs and settings.
+    connection: { pglite: new PGliteThread(target.directory) } as Knex.StaticConnectionConfig,
   });
 }
 
