@@ -13,6 +13,18 @@ export type { ListenOptions } from "./listen.js";
 export { defaultPinsPath } from "./pins.js";
 export { plainSizeOf, type ReceivedFile, type ReceiveOptions, type ReceiveResult } from "./receive.js";
 export { PRESIGNED_THRESHOLD, type Progress, type SendOptions } from "./send.js";
-export * from "./shield/index.js";
+export {
+  createFileScan,
+  DEFAULT_SHIELD_LEVEL,
+  type FileScan,
+  parseShieldLevel,
+  type ScannedFile,
+  SHIELD_LEVELS,
+  type ShieldFinding,
+  type ShieldLevel,
+  ShieldLevelError,
+  type ShieldResult,
+  shieldVerdict,
+} from "./shield/index.js";
 export type * from "./types.js";
 export { SDK_VERSION } from "./version.js";
