@@ -114,6 +114,9 @@ export class Transport {
         response = await this.options.fetch(url, this.init(spec, signed, idempotencyKey));
       } catch (error) {
         if (isAbort(error) || spec.signal?.aborted) throw error;
+        // The SDK's own refusal from inside a request body (a file that changed): not the network's.
+        const own = handoffCause(error);
+        if (own) throw own;
         if (!spec.idempotent || last) {
           throw new HandoffError(
             "NETWORK_ERROR",
@@ -167,6 +170,13 @@ export class Transport {
     if (spec.signal) init.signal = spec.signal;
     return init;
   }
+}
+
+function handoffCause(error: unknown): HandoffError | null {
+  for (let current = error; current instanceof Error; current = current.cause) {
+    if (current instanceof HandoffError) return current;
+  }
+  return null;
 }
 
 function describe(error: unknown): string {
