@@ -2,8 +2,10 @@
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
 import { projections } from "../projections/index.js";
+import { describeError, UsageError } from "./client/errors.js";
+import { CLIENT_USAGE, clientCommand } from "./client/index.js";
 import { createAccount, defaultAccountName } from "./commands/accounts.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { loadConfig } from "./config.js";
 import { buildApp } from "./http/app.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
 import { findAccount } from "./queries/accounts.js";
@@ -11,15 +13,16 @@ import { openService } from "./service.js";
 
 const USAGE = `usage: handoff <command>
 
+Server commands:
   serve                                   run the HTTP server
   accounts create --email E [--name N] [--plan P]
                                           create an account; prints it and a first API key as JSON
   projections rebuild [name]              drop and rebuild read models from the event log
                                           (all when no name; names: ${projections.map((p) => p.name).join(", ")})
 
-Configuration comes from environment variables (see README.md).`;
+${CLIENT_USAGE}
 
-class UsageError extends Error {}
+Configuration comes from environment variables (see README.md).`;
 
 /**
  * Streaming files churns through buffers while PGlite keeps a large heap: with V8's default heap
@@ -96,21 +99,29 @@ async function projectionsRebuild(args: string[]): Promise<void> {
   }
 }
 
+/** Ends a client command with its exit code once stdout has taken everything written to it. */
+async function exitWith(code: number): Promise<never> {
+  await new Promise<void>((done) => process.stdout.write("", () => done()));
+  process.exit(code);
+}
+
 async function main(argv: string[]): Promise<void> {
+  if (argv.length === 0 || ["help", "--help", "-h"].includes(argv[0] ?? "")) {
+    (argv.length === 0 ? process.stderr : process.stdout).write(`${USAGE}\n`);
+    return exitWith(argv.length === 0 ? 1 : 0);
+  }
+  const client = clientCommand(argv);
+  if (client) return exitWith(await client.run(client.args));
   const [command, sub, ...rest] = argv;
   if (command === "serve") return serve();
   if (command === "accounts" && sub === "create") return accountsCreate(rest);
   if (command === "projections" && sub === "rebuild") return projectionsRebuild(rest);
-  throw new UsageError(command ? `unknown command: ${argv.join(" ")}` : "no command given");
+  throw new UsageError(`unknown command: ${argv.join(" ")}`);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    console.error(error.message);
-  } else if (error instanceof UsageError) {
-    console.error(`${error.message}\n\n${USAGE}`);
-  } else {
-    console.error(error);
-  }
+  console.error(
+    error instanceof UsageError ? `${error.message} (handoff help lists the commands)` : describeError(error),
+  );
   process.exit(1);
 });
