@@ -9,6 +9,7 @@ import {
   clientAccount,
   filesUnder,
   handoff,
+  handoffInTerminal,
   type ListeningServer,
   startHandoff,
   startListeningServer,
@@ -170,6 +171,16 @@ describe("handoff client commands against a running server", () => {
         expect(readFileSync(received.path).equals(expected)).toBe(true);
       }
       expect(filesUnder(dir)).toEqual(Object.keys(contents).sort());
+    });
+
+    it("draws a progress bar per file on stderr when stderr is a terminal", async () => {
+      const bytes = randomBytes(4 * 1024 * 1024);
+      const run = await handoffInTerminal(
+        ["send", "--identity", alice.path, "--to", bob.slug, file("progress.bin", bytes)],
+        env,
+      );
+      expect(run.status).toBe(0);
+      expect(run.stdout).toMatch(/progress\.bin \[[█░]+\] 100% 4\.0\/4\.0 MiB/);
     });
 
     it("sends unencrypted with --plain, and receive still writes the bytes", async () => {

@@ -35,8 +35,39 @@ export interface CliRun {
  * Runs `handoff ARGS` to completion without blocking this process's event loop (the server may
  * live in it). HANDOFF_URL and HANDOFF_API_KEY come from `env`, never from the test runner's own.
  */
-export async function handoff(args: string[], env: Record<string, string>, cwd = ROOT): Promise<CliRun> {
-  const child = startHandoff(args, env, cwd);
+export function handoff(args: string[], env: Record<string, string>, cwd = ROOT): Promise<CliRun> {
+  return completion(startHandoff(args, env, cwd));
+}
+
+/** `handoff ARGS` as a running child process with piped stdio. */
+export function startHandoff(args: string[], env: Record<string, string>, cwd = ROOT): ChildProcess {
+  const [node, ...nodeArgs] = CLI;
+  return spawn(node, [...nodeArgs, ...args], { cwd, env: clientEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/**
+ * `handoff ARGS` with a terminal (a pseudo-terminal from util-linux `script`) for stdin, stdout
+ * and stderr alike: what a user at a shell sees arrives on stdout, in the order it was written.
+ */
+export function handoffInTerminal(args: string[], env: Record<string, string>): Promise<CliRun> {
+  const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+  const command = [...CLI, ...args].map(quote).join(" ");
+  return completion(
+    spawn("script", ["--quiet", "--return", "--command", command, "/dev/null"], {
+      cwd: ROOT,
+      env: clientEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
+}
+
+/** The test runner's environment without its own Handoff settings, plus `env`. */
+function clientEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const { HANDOFF_URL: _url, HANDOFF_API_KEY: _key, ...inherited } = process.env;
+  return { ...inherited, ...env };
+}
+
+async function completion(child: ChildProcess): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk: Buffer) => {
@@ -49,20 +80,9 @@ export async function handoff(args: string[], env: Record<string, string>, cwd =
   return { status, stdout, stderr };
 }
 
-/** `handoff ARGS` as a running child process with piped stdio. */
-export function startHandoff(args: string[], env: Record<string, string>, cwd = ROOT): ChildProcess {
-  const [node, ...nodeArgs] = CLI;
-  const { HANDOFF_URL: _url, HANDOFF_API_KEY: _key, ...inherited } = process.env;
-  return spawn(node, [...nodeArgs, ...args], {
-    cwd,
-    env: { ...inherited, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-}
-
 /** An account with its first API key, and the environment a client of that account runs in. */
 export async function clientAccount(server: ListeningServer) {
-  const account = await server.newAccount("builder");
+  const account = await server.newAccount("team");
   return { ...account, env: { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey } };
 }
 

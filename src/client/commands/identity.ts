@@ -34,6 +34,6 @@ export async function identityNew(args: string[]): Promise<number> {
     await rm(file, { force: true });
     throw error;
   }
-  printJson({ file, agent_id: identity.agent_id, agent });
+  printJson({ file, agent_id: identity.agentId, agent });
   return 0;
 }

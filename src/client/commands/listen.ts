@@ -37,6 +37,9 @@ export async function listen(args: string[]): Promise<number> {
     onFailed(transferId, error) {
       warn(`${transferId}: skipped, ${describeError(error)}`);
     },
+    onError(error) {
+      warn(`reading the inbox failed, trying again: ${describeError(error)}`);
+    },
   });
   return 0;
 }

@@ -1,6 +1,7 @@
-import { mkdir, rmdir } from "node:fs/promises";
-import { resolve } from "node:path";
-import type { HandoffClient, ShieldLevel } from "@handoff/sdk";
+import { existsSync } from "node:fs";
+import { rmdir } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import type { HandoffClient, ReceiveOptions } from "@handoff/sdk";
 import { agentClient } from "../environment.js";
 import { UsageError } from "../errors.js";
 import { parseCommandArgs, required, shieldOption } from "../options.js";
@@ -9,35 +10,55 @@ import { withProgressBars } from "../progress.js";
 import { blockedFiles, blockedLine, EXIT_BLOCKED } from "../shield-report.js";
 
 /**
- * Receives a transfer into `outDir`, created when missing. On failure the SDK has removed what
- * it wrote; a folder made here for it goes too, so a failed receive leaves nothing behind.
+ * Receives a transfer into `outDir` (the SDK creates it when missing). On failure the SDK has
+ * removed the files it wrote; folders it made for them go too, so a failed receive leaves nothing.
  */
-export async function receiveInto(
-  client: HandoffClient,
-  transferId: string,
-  options: {
-    outDir: string;
-    shield: ShieldLevel | undefined;
-    onProgress?: Parameters<HandoffClient["receive"]>[1]["onProgress"];
-  },
-) {
-  const made = await mkdir(options.outDir, { recursive: true });
+export async function receiveInto(client: HandoffClient, transferId: string, options: ReceiveOptions) {
+  const made = outermostMissing(options.outDir);
   try {
     return await client.receive(transferId, options);
   } catch (error) {
-    if (made) await rmdir(made).catch(() => {});
+    if (made) await removeEmptyFolders(options.outDir, made);
     throw error;
   }
 }
 
+/** The outermost folder on the way to `dir` that does not exist yet; null when `dir` exists. */
+function outermostMissing(dir: string): string | null {
+  let missing: string | null = null;
+  for (let current = dir; !existsSync(current); current = dirname(current)) {
+    missing = current;
+    if (dirname(current) === current) break;
+  }
+  return missing;
+}
+
+/** Removes `dir` and its parents up to `top`, as long as each is empty. */
+async function removeEmptyFolders(dir: string, top: string): Promise<void> {
+  for (let current = dir; ; current = dirname(current)) {
+    try {
+      await rmdir(current);
+    } catch {
+      return;
+    }
+    if (current === top) return;
+  }
+}
+
 /**
- * `handoff receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL]` (decisions 5.5, 5.6):
+ * `handoff receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation]`
+ * (decisions 5.5, 5.6):
  * prints `{transfer_id, files}`; exit 3 with one stderr line when Shield blocked a file.
  */
 export async function receive(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     args,
-    { identity: { type: "string" }, out: { type: "string" }, shield: { type: "string" } },
+    {
+      identity: { type: "string" },
+      out: { type: "string" },
+      shield: { type: "string" },
+      "accept-rotation": { type: "boolean" },
+    },
     true,
   );
   const identity = required(values.identity, "--identity FILE");
@@ -46,7 +67,12 @@ export async function receive(args: string[]): Promise<number> {
   const shield = shieldOption(values.shield);
   const client = await agentClient(identity, "cli");
   const result = await withProgressBars(({ onProgress }) =>
-    receiveInto(client, transferId, { outDir: resolve(values.out ?? "."), shield, onProgress }),
+    receiveInto(client, transferId, {
+      outDir: resolve(values.out ?? "."),
+      shield,
+      acceptRotation: values["accept-rotation"],
+      onProgress,
+    }),
   );
   printJson(result);
   const blocked = blockedFiles(result.files);

@@ -7,7 +7,8 @@ import { withProgressBars } from "../progress.js";
 
 /**
  * `handoff send --identity FILE --to RECIPIENT [--account A] [--message M] [--max-downloads N]
- * [--expires-in 24h] [--plain] PATH...` (decisions 5.5): prints the transfer the API answers.
+ * [--expires-in 24h] [--plain] [--accept-rotation] PATH...` (decisions 5.5): prints the transfer the
+ * API answers. --accept-rotation takes a recipient's changed keys instead of refusing them (pinning).
  */
 export async function send(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -20,6 +21,7 @@ export async function send(args: string[]): Promise<number> {
       "max-downloads": { type: "string" },
       "expires-in": { type: "string" },
       plain: { type: "boolean" },
+      "accept-rotation": { type: "boolean" },
     },
     true,
   );
@@ -37,6 +39,7 @@ export async function send(args: string[]): Promise<number> {
       maxDownloads,
       expiresIn: values["expires-in"],
       plain: values.plain,
+      acceptRotation: values["accept-rotation"],
       onProgress,
     }),
   );
