@@ -1,2 +1,30 @@
 /** @handoff/sdk: the client side of Handoff. */
-export const SDK_VERSION = "0.1.0";
+export { HandoffClient, type HandoffClientOptions } from "./client.js";
+export * from "./crypto/index.js";
+export {
+  HandoffApiError,
+  HandoffError,
+  HandoffKeyChangedError,
+  HandoffTransferError,
+  type PinnedKeys,
+} from "./errors.js";
+export { createIdentity, type Identity, loadIdentity, saveIdentity } from "./identity.js";
+export type { ListenOptions } from "./listen.js";
+export { defaultPinsPath } from "./pins.js";
+export { plainSizeOf, type ReceivedFile, type ReceiveOptions, type ReceiveResult } from "./receive.js";
+export { PRESIGNED_THRESHOLD, type Progress, type SendOptions } from "./send.js";
+export {
+  createFileScan,
+  DEFAULT_SHIELD_LEVEL,
+  type FileScan,
+  parseShieldLevel,
+  type ScannedFile,
+  SHIELD_LEVELS,
+  type ShieldFinding,
+  type ShieldLevel,
+  ShieldLevelError,
+  type ShieldResult,
+  shieldVerdict,
+} from "./shield/index.js";
+export type * from "./types.js";
+export { SDK_VERSION } from "./version.js";

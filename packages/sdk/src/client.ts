@@ -1,0 +1,198 @@
+import { toBase64 } from "./crypto/index.js";
+import { HandoffError } from "./errors.js";
+import { Transport } from "./http.js";
+import type { Identity } from "./identity.js";
+import { type ListenOptions, listen } from "./listen.js";
+import { defaultPinsPath, PinStore, pinName } from "./pins.js";
+import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
+import { PRESIGNED_THRESHOLD, type SendOptions, send } from "./send.js";
+import type {
+  Agent,
+  BroadcastPage,
+  BroadcastSeverity,
+  Connection,
+  InboxPage,
+  Profile,
+  ResolvedAgent,
+  SendableAgent,
+  Transfer,
+} from "./types.js";
+import { SDK_VERSION } from "./version.js";
+
+export interface HandoffClientOptions {
+  /** The service, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  apiKey: string;
+  /** The agent this client acts as: it signs what it sends and decrypts what it receives. */
+  identity?: Identity;
+  /** Where pinned keys are kept; default beside the identity file (`<name>.pins.json`), else memory. */
+  pinsPath?: string;
+  fetch?: typeof fetch;
+  userAgent?: string;
+  /** Further attempts after the first (429 always; network errors and 5xx where safe). Default 3. */
+  maxRetries?: number;
+  /** Bytes on the wire from which a send goes presigned rather than multipart; default PRESIGNED_THRESHOLD. */
+  presignedThreshold?: number;
+}
+
+/** The Handoff API as an agent uses it: every operation of decisions 5.5, end-to-end encrypted. */
+export class HandoffClient {
+  private readonly transport: Transport;
+  private readonly identity: Identity | null;
+  private readonly pins: PinStore;
+  private readonly presignedThreshold: number;
+
+  constructor(options: HandoffClientOptions) {
+    this.identity = options.identity ?? null;
+    this.transport = new Transport({
+      baseUrl: options.baseUrl.replace(/\/+$/, ""),
+      apiKey: options.apiKey,
+      fetch: options.fetch ?? globalThis.fetch,
+      userAgent: options.userAgent ?? `handoff-sdk-node/${SDK_VERSION}`,
+      maxRetries: options.maxRetries ?? 3,
+      agentId: this.identity?.agentId ?? null,
+    });
+    this.presignedThreshold = options.presignedThreshold ?? PRESIGNED_THRESHOLD;
+    const identityPath = this.identity?.path;
+    this.pins = new PinStore(options.pinsPath ?? (identityPath ? defaultPinsPath(identityPath) : null));
+  }
+
+  private requireIdentity(operation: string): Identity {
+    if (!this.identity)
+      throw new HandoffError("IDENTITY_REQUIRED", `${operation} needs the agent's identity`);
+    return this.identity;
+  }
+
+  /** Registers `identity`'s agent one-shot, with both public keys (spec 4.1). */
+  registerAgent(identity: Identity, options: { name?: string; description?: string } = {}): Promise<Agent> {
+    return this.transport.json<Agent>({
+      method: "POST",
+      url: "/v1/agents/register",
+      idempotent: true,
+      json: {
+        agent_id: identity.agentId,
+        public_key: toBase64(identity.x25519.publicKey),
+        signing_public_key: toBase64(identity.ed25519.publicKey),
+        ...options,
+      },
+    });
+  }
+
+  /**
+   * An agent's public keys (spec 4.7), pinned: the first keys seen for an agent are remembered,
+   * and other keys later are refused with HandoffKeyChangedError (KEY_CHANGED) unless
+   * `acceptRotation` is set, which pins the new ones.
+   */
+  async resolve(
+    recipient: string,
+    options: { account?: string; acceptRotation?: boolean } = {},
+  ): Promise<ResolvedAgent> {
+    const resolved = await this.transport.json<ResolvedAgent>({
+      method: "GET",
+      url: "/v1/agents/resolve",
+      idempotent: true,
+      query: { agent_id: recipient, account: options.account },
+    });
+    return this.pins.check(
+      pinName(resolved.agent_id, options.account),
+      resolved,
+      options.acceptRotation ?? false,
+    );
+  }
+
+  /** Sends files, encrypted and signed unless `plain` (see send.ts for the flow). */
+  send(options: SendOptions): Promise<Transfer> {
+    const identity = this.requireIdentity("send");
+    return send(
+      {
+        transport: this.transport,
+        identity,
+        presignedThreshold: this.presignedThreshold,
+        resolve: (to, o) => this.resolve(to, o),
+      },
+      options,
+    );
+  }
+
+  /** The agent's incoming pending and active transfers; `wait` long-polls up to 30 s. */
+  inbox(
+    options: { wait?: number; cursor?: string; limit?: number; signal?: AbortSignal } = {},
+  ): Promise<InboxPage> {
+    return this.transport.json<InboxPage>({
+      method: "GET",
+      url: "/v1/transfers/inbox",
+      idempotent: true,
+      query: { wait: options.wait, cursor: options.cursor, limit: options.limit },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  }
+
+  /** Status and metadata of one transfer (never counts a download). */
+  transfer(transferId: string): Promise<Transfer> {
+    return this.transport.json<Transfer>({
+      method: "GET",
+      url: `/v1/transfers/${encodeURIComponent(transferId)}`,
+      idempotent: true,
+    });
+  }
+
+  /** Downloads, verifies, decrypts and scans a transfer into `outDir` (see receive.ts). */
+  receive(transferId: string, options: ReceiveOptions): Promise<ReceiveResult> {
+    return receive(
+      { transport: this.transport, identity: this.identity, resolve: (agent, o) => this.resolve(agent, o) },
+      transferId,
+      options,
+    );
+  }
+
+  /** Receives each new transfer as it arrives until `signal` aborts (see listen.ts). */
+  listen(options: ListenOptions): Promise<void> {
+    return listen({ inbox: (o) => this.inbox(o), receive: (id, o) => this.receive(id, o) }, options);
+  }
+
+  /** The startup profile (spec 4.8). */
+  profile(): Promise<Profile> {
+    return this.transport.json<Profile>({ method: "GET", url: "/v1/agents/me", idempotent: true });
+  }
+
+  /** The agent's unread broadcasts, newest first (spec 4.16). */
+  broadcasts(
+    options: { severity?: BroadcastSeverity; limit?: number; offset?: number } = {},
+  ): Promise<BroadcastPage> {
+    return this.transport.json<BroadcastPage>({
+      method: "GET",
+      url: "/v1/broadcasts",
+      idempotent: true,
+      query: { severity: options.severity, limit: options.limit, offset: options.offset },
+    });
+  }
+
+  /** Burns a broadcast for this agent (spec 4.17). */
+  async markBroadcastRead(id: string): Promise<void> {
+    await this.transport.send({
+      method: "PUT",
+      url: `/v1/broadcasts/${encodeURIComponent(id)}/read`,
+      idempotent: true,
+    });
+  }
+
+  /** The account's connections (decisions 3.18). */
+  async connections(): Promise<Connection[]> {
+    const answer = await this.transport.json<{ connections: Connection[] }>({
+      method: "GET",
+      url: "/v1/connections",
+      idempotent: true,
+    });
+    return answer.connections;
+  }
+
+  /** Agents this account may send to: its own first, then those of connected accounts (spec 4.6). */
+  async sendable(): Promise<SendableAgent[]> {
+    const answer = await this.transport.json<{ agents: SendableAgent[] }>({
+      method: "GET",
+      url: "/v1/agents/sendable",
+      idempotent: true,
+    });
+    return answer.agents;
+  }
+}

@@ -1,0 +1,51 @@
+import { type AesKey, aesGcmSeal } from "./aes-gcm.js";
+import { toBase64 } from "./base64.js";
+import { HandoffCryptoError } from "./errors.js";
+import { randomBytes, requireKey } from "./keys.js";
+import { jobDepth, OrderedJobs } from "./ordered-jobs.js";
+import { RecordCutter } from "./record-cutter.js";
+import {
+  encodeHeader,
+  fileKey,
+  RECORD_SIZE,
+  recordNonce,
+  requireRecordSize,
+  SALT_SIZE,
+} from "./record-format.js";
+
+/**
+ * Encrypts one file as the records of decisions 5.3. Its `encryptionIv` (base64 of the salt) is
+ * known before the first byte, so the transfer can be signed before anything is uploaded.
+ * `fixed` pins the salt or record size, for test vectors only.
+ */
+export function createEncryptStream(
+  contentKey: Uint8Array,
+  fixed?: { salt?: Uint8Array; recordSize?: number },
+): { encryptionIv: string; stream: TransformStream<Uint8Array, Uint8Array> } {
+  requireKey(contentKey, "content key");
+  const salt = fixed?.salt ?? randomBytes(SALT_SIZE);
+  if (salt.length !== SALT_SIZE)
+    throw new HandoffCryptoError("BAD_ENCODING", `salt must be ${SALT_SIZE} bytes`);
+  const recordSize = requireRecordSize(fixed?.recordSize ?? RECORD_SIZE);
+  let key: AesKey;
+  let index = 0;
+  let sealed: OrderedJobs<Uint8Array>;
+  let cutter: RecordCutter;
+  const seal = (plaintext: Uint8Array, last: boolean) =>
+    sealed.add(aesGcmSeal(key, recordNonce(index++, last), plaintext));
+
+  const stream = new TransformStream<Uint8Array, Uint8Array>({
+    async start(controller) {
+      key = await fileKey(contentKey, salt);
+      sealed = new OrderedJobs(jobDepth(recordSize), (record) => controller.enqueue(record));
+      cutter = new RecordCutter(recordSize, (record) => seal(record, false));
+      controller.enqueue(encodeHeader(recordSize, salt));
+    },
+    transform: (chunk) => cutter.push(chunk),
+    async flush() {
+      await seal(cutter.rest(), true);
+      await sealed.drain();
+    },
+  });
+  return { encryptionIv: toBase64(salt), stream };
+}

@@ -1,0 +1,29 @@
+/**
+ * The one crypto core of Handoff (decisions 5.1–5.4), for Node 20 and browsers alike: WebCrypto
+ * for AES-256-GCM and randomness, @noble for X25519, Ed25519 and HKDF-SHA256, web streams for
+ * the record stream. No Node-only APIs here.
+ */
+export { TAG_SIZE } from "./aes-gcm.js";
+export { fromBase64, toBase64 } from "./base64.js";
+export { createDecryptStream } from "./decrypt-stream.js";
+export { createEncryptStream } from "./encrypt-stream.js";
+export { HandoffCryptoError, type HandoffCryptoErrorCode } from "./errors.js";
+export { ENCRYPTED_KEY_SIZE, unwrapContentKey, wrapContentKey } from "./key-wrap.js";
+export {
+  ed25519PublicKeyOf,
+  generateEd25519KeyPair,
+  generateX25519KeyPair,
+  type KeyPair,
+  newContentKey,
+  x25519PublicKeyOf,
+} from "./keys.js";
+export {
+  encryptedSize,
+  HEADER_SIZE,
+  MAX_RECORD_SIZE,
+  MIN_RECORD_SIZE,
+  RECORD_SIZE,
+  recordCount,
+  SALT_SIZE,
+} from "./record-format.js";
+export { type SignedTransfer, signatureMessage, signTransfer, verifyTransfer } from "./signature.js";

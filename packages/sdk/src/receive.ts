@@ -1,0 +1,336 @@
+import { randomBytes } from "node:crypto";
+import { link, mkdir, open, rename, rm } from "node:fs/promises";
+import { extname, join, resolve as resolvePath } from "node:path";
+import {
+  createDecryptStream,
+  fromBase64,
+  HandoffCryptoError,
+  HEADER_SIZE,
+  RECORD_SIZE,
+  TAG_SIZE,
+  unwrapContentKey,
+  verifyTransfer,
+} from "./crypto/index.js";
+import { HandoffApiError, HandoffError, HandoffTransferError } from "./errors.js";
+import type { Transport } from "./http.js";
+import type { Identity } from "./identity.js";
+import type { Progress } from "./send.js";
+import { createFileScan, parseShieldLevel, type ShieldLevel, type ShieldResult } from "./shield/index.js";
+import type { DownloadAnswer, ResolvedAgent, Transfer } from "./types.js";
+
+export interface ReceiveOptions {
+  /** Where the files go; created when missing. */
+  outDir: string;
+  /** Shield level (decisions 5.6), default `standard`. An unknown level is refused before any download. */
+  shield?: ShieldLevel;
+  /** Accepts changed keys of the sender instead of refusing them (see resolve). */
+  acceptRotation?: boolean;
+  onProgress?: (progress: Progress) => void;
+}
+
+export interface ReceivedFile {
+  name: string;
+  /** The absolute path written; absent when Shield blocked the file. */
+  path?: string;
+  /** Plaintext bytes received. */
+  size: number;
+  shield: ShieldResult;
+}
+
+export interface ReceiveResult {
+  transfer_id: string;
+  files: ReceivedFile[];
+}
+
+export interface ReceiveContext {
+  transport: Transport;
+  identity: Identity | null;
+  resolve(agent: string, options: { account?: string; acceptRotation?: boolean }): Promise<ResolvedAgent>;
+}
+
+const TEMP_SUFFIX = ".handoff-part";
+const MAX_NAME_BYTES = 255;
+
+/** A name from the server used as a file name in outDir: never a path, never outside it. */
+function checkName(name: string, transferId: string): void {
+  const unsafe =
+    name === "" ||
+    name === "." ||
+    name === ".." ||
+    Buffer.byteLength(name) > MAX_NAME_BYTES ||
+    /[/\\]/.test(name) ||
+    name.includes("\u0000") ||
+    (process.platform === "win32" && /[:<>"|?*]/.test(name));
+  if (unsafe) {
+    throw new HandoffTransferError(
+      "UNSAFE_FILE_NAME",
+      `transfer ${transferId} names a file ${JSON.stringify(name)}, which is not a plain file name`,
+      transferId,
+    );
+  }
+}
+
+/** The plaintext size of a 5.3 file of `wireSize` bytes with the default record size. */
+export function plainSizeOf(wireSize: number): number {
+  const body = Math.max(0, wireSize - HEADER_SIZE);
+  const records = Math.max(1, Math.ceil(body / (RECORD_SIZE + TAG_SIZE)));
+  return Math.max(0, body - TAG_SIZE * records);
+}
+
+/** Writes a stream to a new file (never over an existing one), handing each chunk to `observe` first. */
+async function writeNewFile(
+  path: string,
+  stream: ReadableStream<Uint8Array>,
+  observe: (chunk: Uint8Array, written: number) => void,
+): Promise<number> {
+  const handle = await open(path, "wx", 0o600);
+  let written = 0;
+  try {
+    for await (const chunk of stream) {
+      written += chunk.byteLength;
+      observe(chunk, written);
+      for (let offset = 0; offset < chunk.byteLength; ) {
+        offset += (await handle.write(chunk, offset)).bytesWritten;
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+  return written;
+}
+
+/** `name`, else `name (1).ext`, `name (2).ext`…: the first that is free. */
+function candidateName(name: string, attempt: number): string {
+  if (attempt === 0) return name;
+  const extension = extname(name);
+  const stem = extension && extension !== name ? name.slice(0, -extension.length) : name;
+  return `${stem} (${attempt})${extension && extension !== name ? extension : ""}`;
+}
+
+/** Moves a finished temporary file to its final name without replacing anything there. */
+async function placeFile(temp: string, outDir: string, name: string): Promise<string> {
+  for (let attempt = 0; attempt < 1000; attempt++) {
+    const target = join(outDir, candidateName(name, attempt));
+    try {
+      await link(temp, target);
+      await rm(temp, { force: true });
+      return target;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "EEXIST") continue;
+      if (code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP") {
+        // No hard links here (some network and FAT file systems): a plain rename is the best left.
+        await rename(temp, target);
+        return target;
+      }
+      throw error;
+    }
+  }
+  throw new HandoffError("NO_FREE_NAME", `no free file name for ${name} in ${outDir}`);
+}
+
+/** The sender's keys, pinned; on a slug several connected accounts use, the one that sent it. */
+async function senderKeys(
+  context: ReceiveContext,
+  sender: string,
+  download: DownloadAnswer,
+  acceptRotation: boolean,
+): Promise<ResolvedAgent> {
+  try {
+    return await context.resolve(sender, { acceptRotation });
+  } catch (error) {
+    if (!(error instanceof HandoffApiError && error.code === "AMBIGUOUS_RECIPIENT")) throw error;
+    const candidates = Array.isArray(error.candidates) ? (error.candidates as { account_id: string }[]) : [];
+    for (const candidate of candidates) {
+      const keys = await context.resolve(sender, { account: candidate.account_id, acceptRotation });
+      if (keys.public_key === download.sender_public_key) return keys;
+    }
+    throw error;
+  }
+}
+
+/** Decisions 5.4: the signature over the file list, checked before a byte of any file is fetched. */
+function verifySender(transfer: Transfer, download: DownloadAnswer, sender: ResolvedAgent | null): void {
+  const fail = (code: string, message: string) => new HandoffTransferError(code, message, transfer.id);
+  const signature = download.sender_signature;
+  if (sender === null) {
+    if (signature !== null)
+      throw fail("SIGNATURE_INVALID", `transfer ${transfer.id} is signed by a sender with no agent keys`);
+    return;
+  }
+  if (sender.signing_public_key === null) {
+    if (signature !== null) {
+      throw fail(
+        "SIGNATURE_INVALID",
+        `sender '${transfer.sender}' has no signing key, yet transfer ${transfer.id} is signed`,
+      );
+    }
+    // A sender without a signing key cannot sign (5.4 signs "with a signing key"): nothing to check.
+    return;
+  }
+  if (signature === null) {
+    throw fail(
+      "SIGNATURE_MISSING",
+      `transfer ${transfer.id} is not signed, though its sender '${transfer.sender}' has a signing key`,
+    );
+  }
+  const files = download.files.map((file) => ({
+    name: file.file_name,
+    encryptionIv: file.encryption_iv ?? "",
+  }));
+  const valid = verifyTransfer(
+    fromBase64(sender.signing_public_key),
+    {
+      sender: transfer.sender,
+      recipient: transfer.recipient,
+      recipientKeyVersion: download.recipient_key_version ?? 0,
+      encryptedKey: download.encrypted_key ?? "",
+      files,
+    },
+    signature,
+  );
+  if (!valid) {
+    throw fail(
+      "SIGNATURE_INVALID",
+      `the signature of transfer ${transfer.id} does not verify against the signing key of '${transfer.sender}'`,
+    );
+  }
+}
+
+/** The transfer's file list and the download's must be the same files in the same order. */
+function checkFileList(transfer: Transfer, download: DownloadAnswer): void {
+  const listed = transfer.files.map((file) => file.name);
+  const served = download.files.map((file) => file.file_name);
+  const missingIv = download.is_encrypted && download.files.some((file) => !file.encryption_iv);
+  if (missingIv || listed.length !== served.length || listed.some((name, index) => name !== served[index])) {
+    throw new HandoffTransferError(
+      "FILE_LIST_MISMATCH",
+      `the files served for transfer ${transfer.id} differ from the files it lists`,
+      transfer.id,
+    );
+  }
+}
+
+/** A crypto refusal of 5.3 as a transfer error naming the file; anything else unchanged. */
+function named(error: unknown, transferId: string, fileName: string): unknown {
+  if (error instanceof HandoffCryptoError) {
+    return new HandoffTransferError(error.code, `${fileName}: ${error.message}`, transferId, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
+interface Pending {
+  temp: string;
+  file: ReceivedFile;
+}
+
+/**
+ * The one receiving flow: fetch the download answer, verify the sender's signature over the file
+ * list, unwrap the content key, then per file download → decrypt (each record authenticated) →
+ * scan → temporary file. Only when every file has passed are they renamed to their names; a
+ * file Shield blocks is deleted instead. On any failure everything this call wrote is removed.
+ */
+export async function receive(
+  context: ReceiveContext,
+  transferId: string,
+  options: ReceiveOptions,
+): Promise<ReceiveResult> {
+  const level = parseShieldLevel(options.shield ?? "standard");
+  const outDir = resolvePath(options.outDir);
+  const id = encodeURIComponent(transferId);
+  const transfer = await context.transport.json<Transfer>({
+    method: "GET",
+    url: `/v1/transfers/${id}`,
+    idempotent: true,
+  });
+  for (const file of transfer.files) checkName(file.name, transfer.id);
+  if (transfer.is_encrypted && !context.identity) {
+    throw new HandoffError(
+      "IDENTITY_REQUIRED",
+      "receiving an encrypted transfer needs the recipient's identity",
+    );
+  }
+  // Counts a download: not retried on a network error, which could count it twice.
+  const download = await context.transport.json<DownloadAnswer>({
+    method: "GET",
+    url: `/v1/transfers/${id}/download`,
+    idempotent: false,
+  });
+  for (const file of download.files) checkName(file.file_name, transfer.id);
+  checkFileList(transfer, download);
+
+  let contentKey: Uint8Array | null = null;
+  if (download.is_encrypted) {
+    const identity = context.identity as Identity;
+    const sender =
+      transfer.mode === "human-to-agent"
+        ? null
+        : await senderKeys(context, transfer.sender, download, options.acceptRotation ?? false);
+    verifySender(transfer, download, sender);
+    if (!download.encrypted_key) {
+      throw new HandoffTransferError(
+        "FILE_LIST_MISMATCH",
+        `transfer ${transfer.id} has no encrypted key`,
+        transfer.id,
+      );
+    }
+    try {
+      contentKey = await unwrapContentKey(download.encrypted_key, identity.x25519.privateKey);
+    } catch (error) {
+      throw named(error, transfer.id, "the content key");
+    }
+  }
+
+  await mkdir(outDir, { recursive: true });
+  const pending: Pending[] = [];
+  const results: ReceivedFile[] = [];
+  const placed: string[] = [];
+  let temp: string | null = null;
+  try {
+    for (const [index, served] of download.files.entries()) {
+      const name = served.file_name;
+      temp = join(outDir, `.${name}.${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
+      const response = await context.transport.send({
+        method: "GET",
+        url: served.download_url,
+        idempotent: true,
+      });
+      const body = response.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+      const plain =
+        contentKey && served.encryption_iv
+          ? body.pipeThrough(createDecryptStream(contentKey, served.encryption_iv))
+          : body;
+      const total = contentKey ? plainSizeOf(served.size) : served.size;
+      const scan = createFileScan(level, { name, declaredType: transfer.files[index]?.type ?? null });
+      let size: number;
+      try {
+        size = await writeNewFile(temp, plain, (chunk, written) => {
+          scan.observe(chunk);
+          options.onProgress?.({ file: name, bytes: written, total });
+        });
+      } catch (error) {
+        throw named(error, transfer.id, name);
+      }
+      const shield = await scan.finish(temp);
+      const file: ReceivedFile = { name, size, shield };
+      results.push(file);
+      if (shield.verdict === "blocked") {
+        await rm(temp, { force: true });
+      } else {
+        pending.push({ temp, file });
+      }
+      temp = null;
+    }
+    for (const item of pending) {
+      item.file.path = await placeFile(item.temp, outDir, item.file.name);
+      placed.push(item.file.path);
+    }
+  } catch (error) {
+    const leftovers = [...(temp ? [temp] : []), ...pending.map((item) => item.temp), ...placed];
+    await Promise.all(leftovers.map((path) => rm(path, { force: true })));
+    throw error;
+  }
+  return { transfer_id: transfer.id, files: results };
+}

@@ -1,0 +1,46 @@
+/** The findings of one file: at most one per kind (the first seen), listed by severity then table order. */
+import { type FindingKind, rankOf, rules, type Severity, severityOf } from "./rules.js";
+
+export interface ShieldFinding {
+  kind: string;
+  severity: Severity;
+  /** One sentence. */
+  detail: string;
+}
+
+export class Findings {
+  private readonly byKind = new Map<FindingKind, ShieldFinding>();
+
+  add(kind: FindingKind, detail: string): void {
+    if (!this.byKind.has(kind)) this.byKind.set(kind, { kind, severity: severityOf(kind), detail });
+  }
+
+  has(kind: FindingKind): boolean {
+    return this.byKind.has(kind);
+  }
+
+  list(): ShieldFinding[] {
+    const order = (f: ShieldFinding) => rules.kinds.indexOf(f.kind as FindingKind);
+    return [...this.byKind.values()].sort(
+      (a, b) => rankOf(b.severity) - rankOf(a.severity) || order(a) - order(b),
+    );
+  }
+}
+
+/** A quoted excerpt for a detail sentence: whitespace runs as one space, at most 80 characters. */
+export function quote(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return JSON.stringify(flat.length > 80 ? `${flat.slice(0, 79)}…` : flat);
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} bytes`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let value = n / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
+}

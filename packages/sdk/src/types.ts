@@ -1,0 +1,191 @@
+/** The API's answers as the SDK reads them (interface spec section 2 and decisions 3). */
+
+export type TransferMode = "agent-to-agent" | "agent-to-human" | "human-to-agent";
+export type TransferStatus =
+  | "pending"
+  | "pending_recipient"
+  | "active"
+  | "downloaded"
+  | "expired"
+  | "deleted";
+
+/** POST /v1/agents/register (one-shot). */
+export interface Agent {
+  id: string;
+  agent_id: string;
+  name: string | null;
+  connection_status: "pending" | "connected";
+  public_key?: string;
+  key_version?: number;
+  inbox_url: string;
+  created_at: string;
+  message: string;
+}
+
+/** GET /v1/agents/resolve. */
+export interface ResolvedAgent {
+  agent_id: string;
+  public_key: string | null;
+  public_key_algorithm: "X25519";
+  key_version: number | null;
+  signing_public_key: string | null;
+  connection_status: "pending" | "connected";
+}
+
+export interface TransferFileInfo {
+  name: string;
+  size: number;
+  type: string;
+}
+
+/** Spec 2.3. */
+export interface Transfer {
+  id: string;
+  url: string;
+  api_url: string;
+  status: TransferStatus;
+  pending_reason: string | null;
+  mode: TransferMode;
+  sender: string;
+  recipient: string;
+  files: TransferFileInfo[];
+  file_count: number;
+  total_size: number;
+  max_downloads: number;
+  downloads: number;
+  is_encrypted: boolean;
+  auto_delete: boolean;
+  message: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface InboxPage {
+  transfers: Transfer[];
+  next_cursor: string | null;
+  has_more: boolean;
+}
+
+/** GET /v1/transfers/{id}/download. */
+export interface DownloadAnswer {
+  id: string;
+  files: { file_name: string; download_url: string; size: number; encryption_iv: string | null }[];
+  downloads: number;
+  downloads_remaining: number;
+  expires_at: string;
+  auto_delete: boolean;
+  is_encrypted: boolean;
+  encrypted_key: string | null;
+  encryption_algorithm: string | null;
+  recipient_key_version: number | null;
+  sender_signature: string | null;
+  sender_public_key: string | null;
+  recipient_public_key: string | null;
+}
+
+/** POST /v1/transfers/presigned. */
+export interface PresignedAnswer {
+  id: string;
+  upload_urls: {
+    file_id: string;
+    file_name: string;
+    upload_url: string;
+    method: string;
+    headers: Record<string, string>;
+  }[];
+  confirm_url: string;
+  expires_at: string;
+}
+
+/** GET /v1/agents/me: the startup profile (spec 4.8). */
+export interface Profile {
+  agent: {
+    id: string;
+    agent_id: string;
+    name: string | null;
+    description: string | null;
+    connection_status: "connected";
+    key_version: number;
+    public_key_algorithm: "X25519";
+    last_seen_at: string;
+  };
+  account: { plan: string; email: string };
+  plan_limits: {
+    transfers_per_month: number | null;
+    storage_bytes: number | null;
+    max_file_size: number | null;
+    max_agents: number | null;
+    max_connections: number | null;
+  };
+  connections: {
+    active: number;
+    pending_incoming: number;
+    pending_outgoing: number;
+    paired_agents: string[];
+  };
+  inbox: {
+    unread_transfers: number;
+    recent: {
+      id: string;
+      sender: string;
+      status: "pending" | "active";
+      file_count: number;
+      total_size: number;
+      message: string | null;
+      is_encrypted: boolean;
+      created_at: string;
+      expires_at: string;
+    }[];
+  };
+  broadcasts: {
+    unread_count: number;
+    urgent: {
+      id: string;
+      title: string;
+      severity: "action_required" | "critical";
+      content: string;
+      created_at: string;
+    }[];
+  };
+  sdk: { latest_versions: { node: string; python: string; mcp: string } };
+}
+
+export type BroadcastSeverity = "info" | "action_required" | "critical";
+
+/** Spec 2.5. */
+export interface Broadcast {
+  id: string;
+  title: string;
+  content: string;
+  severity: BroadcastSeverity;
+  affected_components: string[];
+  agent_count: number;
+  created_at: string;
+}
+
+export interface BroadcastPage {
+  broadcasts: Broadcast[];
+  total: number;
+  limit: number;
+  offset: number;
+  has_more: boolean;
+}
+
+/** Decisions 3.18. */
+export interface Connection {
+  id: string;
+  status: "pending" | "active" | "declined" | "revoked";
+  direction: "outgoing" | "incoming";
+  peer_account: { id: string; name: string; email_masked: string };
+  created_at: string;
+  updated_at: string;
+}
+
+/** Spec 2.2. */
+export interface SendableAgent {
+  id: string;
+  agent_id: string;
+  name: string | null;
+  own: boolean;
+  account_name?: string;
+}

@@ -1,0 +1,93 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { encryptedSize, type Progress } from "@handoff/sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { entries, type LiveServer, newAgent, startLiveServer, type TestAgent, tempDir } from "./support.js";
+
+/** The sizes of issue 8: empty, one byte, around the 64 KiB record edge, and several records. */
+const SIZES = [0, 1, 65_535, 65_536, 65_537, 3 * 65_536 + 17];
+
+describe.each([
+  { path: "multipart", threshold: Number.MAX_SAFE_INTEGER },
+  { path: "presigned", threshold: 0 },
+])("send and receive through the $path path", ({ path, threshold }) => {
+  let server: LiveServer;
+  let alice: TestAgent;
+  let bob: TestAgent;
+  const dirs = tempDir();
+
+  beforeAll(async () => {
+    server = await startLiveServer();
+    const { apiKey } = await server.t.newAccount("team");
+    alice = await newAgent(server, apiKey, "alice", { presignedThreshold: threshold });
+    bob = await newAgent(server, apiKey, "bob", { presignedThreshold: threshold });
+  });
+  afterAll(async () => {
+    await server?.close();
+    dirs.cleanup();
+  });
+
+  it.each(SIZES)("a %i-byte file comes back byte for byte, encrypted on the wire", async (size) => {
+    const source = join(dirs.path, `in-${path}-${size}`);
+    const content = randomBytes(size);
+    writeFileSync(source, content);
+    const progress: Progress[] = [];
+    const transfer = await alice.client.send({ to: "bob", paths: [source], onProgress: (p) => progress.push(p) });
+    expect(transfer).toMatchObject({
+      status: "active",
+      is_encrypted: true,
+      sender: "alice",
+      recipient: "bob",
+      files: [{ name: `in-${path}-${size}`, size: encryptedSize(size) }],
+    });
+    if (size > 0) expect(progress.at(-1)).toEqual({ file: `in-${path}-${size}`, bytes: size, total: size });
+
+    const outDir = join(dirs.path, `out-${path}-${size}`);
+    const received = await bob.client.receive(transfer.id, { outDir });
+    expect(received.transfer_id).toBe(transfer.id);
+    expect(received.files).toHaveLength(1);
+    const [file] = received.files;
+    expect(file).toMatchObject({ name: `in-${path}-${size}`, size, path: join(outDir, `in-${path}-${size}`) });
+    expect(file?.shield.verdict).toBe("clean");
+    expect(readFileSync(join(outDir, `in-${path}-${size}`)).equals(content)).toBe(true);
+    expect(entries(outDir)).toEqual([`in-${path}-${size}`]);
+  });
+
+  it("carries several files, a message and a non-ASCII name in one transfer", async () => {
+    const names = ["rapport é.txt", "data.json"];
+    const contents = [Buffer.from("bonjour\n"), Buffer.from('{"a":1}')];
+    names.forEach((name, index) => writeFileSync(join(dirs.path, name), contents[index] as Buffer));
+    const transfer = await alice.client.send({
+      to: "bob",
+      paths: names.map((name) => join(dirs.path, name)),
+      message: "two files",
+      maxDownloads: 2,
+    });
+    expect(transfer.files.map((f) => f.name)).toEqual(names);
+    expect(transfer.files.map((f) => f.type)).toEqual(["text/plain", "application/json"]);
+    expect(transfer).toMatchObject({ message: "two files", max_downloads: 2, file_count: 2 });
+
+    const outDir = join(dirs.path, `multi-${path}`);
+    const received = await bob.client.receive(transfer.id, { outDir });
+    expect(received.files.map((f) => f.name)).toEqual(names);
+    names.forEach((name, index) => {
+      expect(readFileSync(join(outDir, name)).equals(contents[index] as Buffer)).toBe(true);
+    });
+    // A second receive into the same folder never overwrites: the copies get free names.
+    const again = await bob.client.receive(transfer.id, { outDir });
+    expect(again.files.map((f) => f.path)).toEqual([join(outDir, "rapport é (1).txt"), join(outDir, "data (1).json")]);
+  });
+
+  it("sends plain files unencrypted when asked", async () => {
+    const source = join(dirs.path, `plain-${path}.txt`);
+    writeFileSync(source, "in the clear");
+    const transfer = await alice.client.send({ to: "bob", paths: [source], plain: true });
+    expect(transfer).toMatchObject({ is_encrypted: false, files: [{ size: 12 }] });
+    const outDir = join(dirs.path, `plain-out-${path}`);
+    const received = await bob.client.receive(transfer.id, { outDir });
+    expect(received.files[0]).toMatchObject({ size: 12 });
+    expect(readFileSync(join(outDir, `plain-${path}.txt`), "utf8")).toBe("in the clear");
+    expect(statSync(join(outDir, `plain-${path}.txt`)).mode & 0o777).toBe(0o600);
+  });
+});
