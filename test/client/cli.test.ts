@@ -6,7 +6,9 @@ import { HandoffClient, loadIdentity } from "@handoff/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   blobsOfSize,
+  captured,
   clientAccount,
+  eventually,
   filesUnder,
   handoff,
   handoffInTerminal,
@@ -353,35 +355,22 @@ describe("handoff client commands against a running server", () => {
       const listener = await newIdentity("listener");
       const dir = outDir();
       const child = startHandoff(["listen", "--identity", listener.path, "--out", dir], env);
-      let stdout = "";
-      let stderr = "";
-      child.stdout?.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString("utf8");
-      });
-      child.stderr?.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString("utf8");
-      });
-      const until = async (ready: () => boolean, what: string) => {
-        const deadline = Date.now() + 30_000;
-        while (!ready()) {
-          if (Date.now() > deadline || child.exitCode !== null)
-            throw new Error(`${what} did not happen; stderr: ${stderr}`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      };
+      const output = captured(child);
+      const until = (ready: () => boolean, what: string) =>
+        eventually(ready, what, () => `exit ${child.exitCode}, stderr: ${output.stderr}`);
       try {
-        await until(() => stderr.includes("listening"), "listen start");
+        await until(() => output.stderr.includes("listening"), "listen start");
         const bytes = randomBytes(80_000);
         const first = await sendFiles(sender.path, listener.slug, [file("first.bin", bytes)]);
-        await until(() => stdout.includes(first.id), "first transfer received");
+        await until(() => output.stdout.includes(first.id), "first transfer received");
         expect(readFileSync(join(dir, "first.bin")).equals(bytes)).toBe(true);
 
         const second = await sendFiles(sender.path, listener.slug, [file("report.pdf", ELF)]);
-        await until(() => stdout.includes(second.id), "second transfer received");
-        await until(() => stderr.includes("report.pdf"), "blocked line");
+        await until(() => output.stdout.includes(second.id), "second transfer received");
+        await until(() => output.stderr.includes("report.pdf"), "blocked line");
         expect(existsSync(join(dir, "report.pdf"))).toBe(false);
 
-        const lines = stdout
+        const lines = output.stdout
           .trim()
           .split("\n")
           .map((line) => JSON.parse(line));

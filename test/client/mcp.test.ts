@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CLI,
   clientAccount,
+  eventually,
   filesUnder,
   handoff,
   type ListeningServer,
@@ -66,12 +67,8 @@ class McpSession {
     return result.structuredContent as T;
   }
 
-  async waitFor(ready: () => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + 30_000;
-    while (!ready()) {
-      if (Date.now() > deadline) throw new Error(`${what} did not happen; stderr: ${this.stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+  waitFor(ready: () => boolean, what: string): Promise<void> {
+    return eventually(ready, what, () => `stderr: ${this.stderr}`);
   }
 
   close = () => this.client.close();

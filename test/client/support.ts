@@ -67,17 +67,31 @@ function clientEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...inherited, ...env };
 }
 
-async function completion(child: ChildProcess): Promise<CliRun> {
-  let stdout = "";
-  let stderr = "";
+/** What a child process has written so far, growing as it writes. */
+export function captured(child: ChildProcess): { stdout: string; stderr: string } {
+  const output = { stdout: "", stderr: "" };
   child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString("utf8");
+    output.stdout += chunk.toString("utf8");
   });
   child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
+    output.stderr += chunk.toString("utf8");
   });
+  return output;
+}
+
+async function completion(child: ChildProcess): Promise<CliRun> {
+  const output = captured(child);
   const [status] = (await once(child, "close")) as [number | null];
-  return { status, stdout, stderr };
+  return { status, ...output };
+}
+
+/** Waits until `ready()` holds; after 30 s fails with `what` and the context `explain()` gives. */
+export async function eventually(ready: () => boolean, what: string, explain: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen; ${explain()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** An account with its first API key, and the environment a client of that account runs in. */
