@@ -21,7 +21,8 @@ export function pinName(agentId: string, account: string | undefined): string {
  * Kept in a JSON file (mode 0600) when a path is given, else for the client's lifetime only.
  */
 export class PinStore {
-  private pins: PinFile | null = null;
+  /** The pins when there is no file; with a file, it is read afresh each time (other processes write it too). */
+  private readonly memory: PinFile = {};
   /** Serialises read-modify-write of the file within this process. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -59,22 +60,16 @@ export class PinStore {
   }
 
   private async load(): Promise<PinFile> {
-    if (this.pins) return this.pins;
-    let pins: PinFile = {};
-    if (this.path) {
-      try {
-        pins = JSON.parse(await readFile(this.path, "utf8")) as PinFile;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
-          throw new HandoffError(
-            "INVALID_PINS",
-            `pins file ${this.path} cannot be read: ${(error as Error).message}`,
-          );
-        }
-      }
+    if (!this.path) return this.memory;
+    try {
+      return JSON.parse(await readFile(this.path, "utf8")) as PinFile;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
+      throw new HandoffError(
+        "INVALID_PINS",
+        `pins file ${this.path} cannot be read: ${(error as Error).message}`,
+      );
     }
-    this.pins = pins;
-    return pins;
   }
 
   private async save(pins: PinFile): Promise<void> {

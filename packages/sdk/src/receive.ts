@@ -15,7 +15,14 @@ import { HandoffApiError, HandoffError, HandoffTransferError } from "./errors.js
 import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import type { Progress } from "./send.js";
-import { createFileScan, parseShieldLevel, type ShieldLevel, type ShieldResult } from "./shield/index.js";
+import {
+  createFileScan,
+  DEFAULT_SHIELD_LEVEL,
+  parseShieldLevel,
+  type ShieldLevel,
+  ShieldLevelError,
+  type ShieldResult,
+} from "./shield/index.js";
 import type { DownloadAnswer, ResolvedAgent, Transfer } from "./types.js";
 
 export interface ReceiveOptions {
@@ -67,6 +74,16 @@ function checkName(name: string, transferId: string): void {
       `transfer ${transferId} names a file ${JSON.stringify(name)}, which is not a plain file name`,
       transferId,
     );
+  }
+}
+
+/** The Shield level asked for (default `standard`), refused with UNKNOWN_SHIELD_LEVEL if unknown. */
+function shieldLevel(level: string | undefined): ShieldLevel {
+  try {
+    return parseShieldLevel(level ?? DEFAULT_SHIELD_LEVEL);
+  } catch (error) {
+    if (!(error instanceof ShieldLevelError)) throw error;
+    throw new HandoffError("UNKNOWN_SHIELD_LEVEL", error.message, { cause: error });
   }
 }
 
@@ -237,7 +254,7 @@ export async function receive(
   transferId: string,
   options: ReceiveOptions,
 ): Promise<ReceiveResult> {
-  const level = parseShieldLevel(options.shield ?? "standard");
+  const level = shieldLevel(options.shield);
   const outDir = resolvePath(options.outDir);
   const id = encodeURIComponent(transferId);
   const transfer = await context.transport.json<Transfer>({

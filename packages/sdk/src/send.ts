@@ -138,7 +138,7 @@ function outgoing(file: LocalFile, sealing: Sealing | null, index: number, optio
       const plain = fileStream(file.path).pipeThrough(progress());
       if (!sealing || !salt) return plain;
       // The same key and salt give the same bytes: a retried upload matches the signed list.
-      return plain.pipeThrough(createEncryptStream(sealing.contentKey, salt).stream);
+      return plain.pipeThrough(createEncryptStream(sealing.contentKey, { salt }).stream);
     },
   };
 }

@@ -33,7 +33,11 @@ describe.each([
     const content = randomBytes(size);
     writeFileSync(source, content);
     const progress: Progress[] = [];
-    const transfer = await alice.client.send({ to: "bob", paths: [source], onProgress: (p) => progress.push(p) });
+    const transfer = await alice.client.send({
+      to: "bob",
+      paths: [source],
+      onProgress: (p) => progress.push(p),
+    });
     expect(transfer).toMatchObject({
       status: "active",
       is_encrypted: true,
@@ -48,7 +52,11 @@ describe.each([
     expect(received.transfer_id).toBe(transfer.id);
     expect(received.files).toHaveLength(1);
     const [file] = received.files;
-    expect(file).toMatchObject({ name: `in-${path}-${size}`, size, path: join(outDir, `in-${path}-${size}`) });
+    expect(file).toMatchObject({
+      name: `in-${path}-${size}`,
+      size,
+      path: join(outDir, `in-${path}-${size}`),
+    });
     expect(file?.shield.verdict).toBe("clean");
     expect(readFileSync(join(outDir, `in-${path}-${size}`)).equals(content)).toBe(true);
     expect(entries(outDir)).toEqual([`in-${path}-${size}`]);
@@ -57,7 +65,8 @@ describe.each([
   it("carries several files, a message and a non-ASCII name in one transfer", async () => {
     const names = ["rapport é.txt", "data.json"];
     const contents = [Buffer.from("bonjour\n"), Buffer.from('{"a":1}')];
-    names.forEach((name, index) => writeFileSync(join(dirs.path, name), contents[index] as Buffer));
+    for (const [index, name] of names.entries())
+      writeFileSync(join(dirs.path, name), contents[index] as Buffer);
     const transfer = await alice.client.send({
       to: "bob",
       paths: names.map((name) => join(dirs.path, name)),
@@ -76,7 +85,10 @@ describe.each([
     });
     // A second receive into the same folder never overwrites: the copies get free names.
     const again = await bob.client.receive(transfer.id, { outDir });
-    expect(again.files.map((f) => f.path)).toEqual([join(outDir, "rapport é (1).txt"), join(outDir, "data (1).json")]);
+    expect(again.files.map((f) => f.path)).toEqual([
+      join(outDir, "rapport é (1).txt"),
+      join(outDir, "data (1).json"),
+    ]);
   });
 
   it("sends plain files unencrypted when asked", async () => {
