@@ -167,6 +167,7 @@ describe("handoff client commands against a running server", () => {
       expect(result.files).toHaveLength(3);
       for (const received of result.files) {
         const expected = contents[received.name as keyof typeof contents];
+        expect(Object.keys(received)).toEqual(["name", "path", "size", "shield"]);
         expect(received.path).toBe(join(dir, received.name));
         expect(received.size).toBe(expected.length);
         expect(received.shield).toMatchObject({ level: "standard", verdict: "clean", findings: [] });

@@ -5,6 +5,7 @@ import { describeError } from "../errors.js";
 import { parseCommandArgs, required, shieldOption } from "../options.js";
 import { printJsonLine, warn } from "../output.js";
 import { blockedFiles, blockedLine } from "../shield-report.js";
+import { inSpecOrder } from "./receive.js";
 
 /**
  * `handoff listen --identity FILE --out DIR [--shield LEVEL]` (decisions 5.5, 5.6): receives each
@@ -31,7 +32,7 @@ export async function listen(args: string[]): Promise<number> {
     shield,
     signal: stop.signal,
     onReceived(result) {
-      printJsonLine(result);
+      printJsonLine(inSpecOrder(result));
       for (const file of blockedFiles(result.files)) warn(blockedLine(result.transfer_id, [file]));
     },
     onFailed(transferId, error) {

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { rmdir } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import type { HandoffClient, ReceiveOptions } from "@handoff/sdk";
+import type { HandoffClient, ReceiveOptions, ReceiveResult } from "@handoff/sdk";
 import { agentClient } from "../environment.js";
 import { UsageError } from "../errors.js";
 import { parseCommandArgs, required, shieldOption } from "../options.js";
@@ -16,11 +16,24 @@ import { blockedFiles, blockedLine, EXIT_BLOCKED } from "../shield-report.js";
 export async function receiveInto(client: HandoffClient, transferId: string, options: ReceiveOptions) {
   const made = outermostMissing(options.outDir);
   try {
-    return await client.receive(transferId, options);
+    return inSpecOrder(await client.receive(transferId, options));
   } catch (error) {
     if (made) await removeEmptyFolders(options.outDir, made);
     throw error;
   }
+}
+
+/** The result with each file's fields in the order of decisions 5.6: name, path, size, shield. */
+export function inSpecOrder(result: ReceiveResult): ReceiveResult {
+  return {
+    transfer_id: result.transfer_id,
+    files: result.files.map(({ name, path, size, shield }) => ({
+      name,
+      ...(path ? { path } : {}),
+      size,
+      shield,
+    })),
+  };
 }
 
 /** The outermost folder on the way to `dir` that does not exist yet; null when `dir` exists. */
