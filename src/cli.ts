@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-import { describeError, UsageError } from "./client/errors.js";
+import { errorLine, UsageError } from "./cli-errors.js";
 import { CLIENT_USAGE, clientCommand } from "./client/index.js";
 
-/** The server's commands load on demand: a client command never pays for the server's modules. */
+/**
+ * Modules load on demand: a client command never pays for the server's modules, and the server
+ * never loads the client SDK.
+ */
 const serverCli = () => import("./server-cli.js");
 
 async function usage(): Promise<string> {
@@ -38,7 +41,7 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   console.error(
-    error instanceof UsageError ? `${error.message} (handoff help lists the commands)` : describeError(error),
+    error instanceof UsageError ? `${error.message} (handoff help lists the commands)` : errorLine(error),
   );
   process.exit(1);
 });

@@ -5,7 +5,7 @@
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
 import { projections } from "../projections/index.js";
-import { UsageError } from "./client/errors.js";
+import { UsageError } from "./cli-errors.js";
 import { createAccount, defaultAccountName } from "./commands/accounts.js";
 import { loadConfig } from "./config.js";
 import { buildApp } from "./http/app.js";

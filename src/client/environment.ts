@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { HandoffClient, type Identity, loadIdentity, SDK_VERSION } from "@handoff/sdk";
+import { HandoffClient, loadIdentity, SDK_VERSION } from "@handoff/sdk";
 
 /** Decisions 5.5: the client's whole configuration is these two variables. */
 export const DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080";
@@ -20,20 +20,9 @@ export function clientSettings(env: NodeJS.ProcessEnv): ClientSettings {
 
 export const userAgent = (part: "cli" | "mcp") => `handoff-${part}/${SDK_VERSION}`;
 
-export async function readIdentity(path: string): Promise<Identity> {
-  const file = resolve(path);
-  try {
-    return await loadIdentity(file);
-  } catch (error) {
-    throw new Error(
-      `cannot read the identity file ${file}: ${error instanceof Error ? error.message : error}`,
-    );
-  }
-}
-
 /** The client acting as the agent of an identity file. */
 export async function agentClient(identityPath: string, part: "cli" | "mcp"): Promise<HandoffClient> {
   const settings = clientSettings(process.env);
-  const identity = await readIdentity(identityPath);
+  const identity = await loadIdentity(resolve(identityPath));
   return new HandoffClient({ ...settings, identity, userAgent: userAgent(part) });
 }

@@ -1,18 +1,12 @@
 import { HandoffCryptoError, HandoffError } from "@handoff/sdk";
-
-/** A command line the CLI cannot run: printed with the usage text. */
-export class UsageError extends Error {}
+import { errorLine } from "../cli-errors.js";
 
 /**
  * One sentence a user can act on, for the CLI's stderr line and the MCP server's error results:
- * the SDK's message and error code (the API's for API errors), or the error's message (with the network cause `fetch` hides).
+ * the SDK's message with its error code (the API's code for API errors), else the error's message.
  */
 export function describeError(error: unknown): string {
   if (error instanceof HandoffError || error instanceof HandoffCryptoError)
-    return oneLine(`${error.message} (${error.code})`);
-  if (!(error instanceof Error)) return oneLine(String(error));
-  const cause = error.cause instanceof Error ? error.cause.message : null;
-  return oneLine(cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message);
+    return errorLine(new Error(`${error.message} (${error.code})`));
+  return errorLine(error);
 }
-
-const oneLine = (text: string) => text.replace(/\s*\n\s*/g, "; ").trim();

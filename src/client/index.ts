@@ -1,3 +1,5 @@
+import { UsageError } from "../cli-errors.js";
+
 /** A client command: runs with the arguments after its name and answers the process exit code. */
 export type ClientCommand = (args: string[]) => Promise<number>;
 
@@ -15,7 +17,19 @@ const COMMANDS: { words: string[]; load: () => Promise<ClientCommand> }[] = [
 export function clientCommand(argv: string[]): { run: ClientCommand; args: string[] } | null {
   const match = COMMANDS.find(({ words }) => words.every((word, i) => argv[i] === word));
   if (!match) return null;
-  return { run: async (args) => (await match.load())(args), args: argv.slice(match.words.length) };
+  return { run: (args) => runReportingFailure(match.load, args), args: argv.slice(match.words.length) };
+}
+
+/** Runs a command; a failure other than a usage error is one stderr line and exit code 1. */
+async function runReportingFailure(load: () => Promise<ClientCommand>, args: string[]): Promise<number> {
+  try {
+    return await (await load())(args);
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    const { describeError } = await import("./errors.js");
+    process.stderr.write(`${describeError(error)}\n`);
+    return 1;
+  }
 }
 
 export const CLIENT_USAGE = `Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY):

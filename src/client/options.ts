@@ -1,6 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { parseShieldLevel, type ShieldLevel } from "@handoff/sdk";
-import { UsageError } from "./errors.js";
+import { UsageError } from "../cli-errors.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 

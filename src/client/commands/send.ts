@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
+import { UsageError } from "../../cli-errors.js";
 import { agentClient } from "../environment.js";
-import { UsageError } from "../errors.js";
 import { integerOption, parseCommandArgs, required } from "../options.js";
 import { printJson } from "../output.js";
 import { withProgressBars } from "../progress.js";
