@@ -29,20 +29,17 @@ interface IdentityFile {
   ed25519_public_key: string;
 }
 
-const AGENT_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** Spec 2.1 and decisions 3.22: the slug the API accepts. */
+const isAgentId = (text: string) => /^[A-Za-z0-9._-]{1,64}$/.test(text);
 
-function checkAgentId(agentId: string): void {
-  if (!AGENT_ID.test(agentId)) {
+/** Fresh key pairs for `agentId`. */
+export function createIdentity(agentId: string): Identity {
+  if (!isAgentId(agentId)) {
     throw new HandoffError(
       "INVALID_AGENT_ID",
       `agent id '${agentId}' must be 1 to 64 letters, digits, hyphens, underscores or dots`,
     );
   }
-}
-
-/** Fresh key pairs for `agentId`. */
-export function createIdentity(agentId: string): Identity {
-  checkAgentId(agentId);
   return { agentId, x25519: generateX25519KeyPair(), ed25519: generateEd25519KeyPair() };
 }
 
@@ -89,7 +86,7 @@ export async function loadIdentity(path: string): Promise<Identity> {
     return bytes;
   };
   const agentId = field("agent_id");
-  if (!AGENT_ID.test(agentId)) throw bad(`agent_id '${agentId}' is not a valid agent id`);
+  if (!isAgentId(agentId)) throw bad(`agent_id '${agentId}' is not a valid agent id`);
   const identity: Identity = {
     agentId,
     x25519: { privateKey: key("x25519_private_key"), publicKey: key("x25519_public_key") },

@@ -55,7 +55,6 @@ export interface ReceiveContext {
   resolve(agent: string, options: { account?: string; acceptRotation?: boolean }): Promise<ResolvedAgent>;
 }
 
-const TEMP_SUFFIX = ".handoff-part";
 const MAX_NAME_BYTES = 255;
 
 /** A name from the server used as a file name in outDir: never a path, never outside it. */
@@ -214,12 +213,26 @@ function verifySender(transfer: Transfer, download: DownloadAnswer, sender: Reso
   }
 }
 
-/** The transfer's file list and the download's must be the same files in the same order. */
+function requireIdentity(context: ReceiveContext): Identity {
+  if (!context.identity) {
+    throw new HandoffError(
+      "IDENTITY_REQUIRED",
+      "receiving an encrypted transfer needs the recipient's identity",
+    );
+  }
+  return context.identity;
+}
+
+/**
+ * The download must serve the files the transfer lists, in order, encrypted as it says (a
+ * "plain" download of an encrypted transfer would be unauthenticated bytes), each with its IV.
+ */
 function checkFileList(transfer: Transfer, download: DownloadAnswer): void {
   const listed = transfer.files.map((file) => file.name);
   const served = download.files.map((file) => file.file_name);
   const missingIv = download.is_encrypted && download.files.some((file) => !file.encryption_iv);
-  if (missingIv || listed.length !== served.length || listed.some((name, index) => name !== served[index])) {
+  const sameNames = listed.length === served.length && listed.every((name, index) => name === served[index]);
+  if (missingIv || !sameNames || download.is_encrypted !== transfer.is_encrypted) {
     throw new HandoffTransferError(
       "FILE_LIST_MISMATCH",
       `the files served for transfer ${transfer.id} differ from the files it lists`,
@@ -263,12 +276,7 @@ export async function receive(
     idempotent: true,
   });
   for (const file of transfer.files) checkName(file.name, transfer.id);
-  if (transfer.is_encrypted && !context.identity) {
-    throw new HandoffError(
-      "IDENTITY_REQUIRED",
-      "receiving an encrypted transfer needs the recipient's identity",
-    );
-  }
+  const identity = transfer.is_encrypted ? requireIdentity(context) : context.identity;
   // Counts a download: not retried on a network error, which could count it twice.
   const download = await context.transport.json<DownloadAnswer>({
     method: "GET",
@@ -280,7 +288,6 @@ export async function receive(
 
   let contentKey: Uint8Array | null = null;
   if (download.is_encrypted) {
-    const identity = context.identity as Identity;
     const sender =
       transfer.mode === "human-to-agent"
         ? null
@@ -294,7 +301,7 @@ export async function receive(
       );
     }
     try {
-      contentKey = await unwrapContentKey(download.encrypted_key, identity.x25519.privateKey);
+      contentKey = await unwrapContentKey(download.encrypted_key, (identity as Identity).x25519.privateKey);
     } catch (error) {
       throw named(error, transfer.id, "the content key");
     }
@@ -308,7 +315,8 @@ export async function receive(
   try {
     for (const [index, served] of download.files.entries()) {
       const name = served.file_name;
-      temp = join(outDir, `.${name}.${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
+      // Not named after the file: its name may already use all 255 bytes a name may have.
+      temp = join(outDir, `.handoff-${randomBytes(8).toString("hex")}.part`);
       const response = await context.transport.send({
         method: "GET",
         url: served.download_url,

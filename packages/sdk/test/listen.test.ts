@@ -1,16 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ReceiveResult } from "@handoff/sdk";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  entries,
-  type LiveServer,
-  newAgent,
-  sendByHand,
-  startLiveServer,
-  type TestAgent,
-  tempDir,
-} from "./support.js";
+import { describe, expect, it } from "vitest";
+import { aliceAndBob, entries, sendByHand } from "./support.js";
 
 /** Resolves once `check` holds, polling every 50 ms, or fails after `ms`. */
 async function until(check: () => boolean, ms = 20_000): Promise<void> {
@@ -22,29 +14,14 @@ async function until(check: () => boolean, ms = 20_000): Promise<void> {
 }
 
 describe("listen", () => {
-  let server: LiveServer;
-  let apiKey: string;
-  let alice: TestAgent;
-  let bob: TestAgent;
-  const dir = tempDir();
-
-  beforeAll(async () => {
-    server = await startLiveServer();
-    ({ apiKey } = await server.t.newAccount("team"));
-    alice = await newAgent(server, apiKey, "alice");
-    bob = await newAgent(server, apiKey, "bob");
-  });
-  afterAll(async () => {
-    await server?.close();
-    dir.cleanup();
-  });
+  const w = aliceAndBob();
 
   it("receives transfers sent while it runs, reports a broken one once and skips it, and stops on abort", async () => {
-    const outDir = join(dir.path, "inbox");
+    const outDir = join(w.dir, "inbox");
     const received: ReceiveResult[] = [];
     const failed: { id: string; error: Error }[] = [];
     const controller = new AbortController();
-    const running = bob.client.listen({
+    const running = w.bob.client.listen({
       outDir,
       signal: controller.signal,
       onReceived: (result) => received.push(result),
@@ -53,12 +30,12 @@ describe("listen", () => {
     // Let the first long-poll start before anything is sent.
     await new Promise((resolve) => setTimeout(resolve, 300));
 
-    const first = join(dir.path, "first.txt");
+    const first = join(w.dir, "first.txt");
     writeFileSync(first, "first");
-    const one = await alice.client.send({ to: "bob", paths: [first] });
-    const broken = await sendByHand(server, apiKey, {
-      from: alice,
-      to: bob,
+    const one = await w.alice.client.send({ to: "bob", paths: [first] });
+    const broken = await sendByHand(w.server, w.apiKey, {
+      from: w.alice,
+      to: w.bob,
       files: [
         {
           name: "broken.bin",
@@ -67,9 +44,9 @@ describe("listen", () => {
         },
       ],
     });
-    const second = join(dir.path, "second.txt");
+    const second = join(w.dir, "second.txt");
     writeFileSync(second, "second");
-    const two = await alice.client.send({ to: "bob", paths: [second] });
+    const two = await w.alice.client.send({ to: "bob", paths: [second] });
 
     await until(() => received.length === 2 && failed.length === 1);
     expect(received.map((r) => r.transfer_id)).toEqual([one.id, two.id]);
@@ -77,9 +54,9 @@ describe("listen", () => {
     expect(failed[0]?.error).toHaveProperty("code");
 
     // A later arrival wakes the loop again; the broken transfer is not tried a second time.
-    const third = join(dir.path, "third.txt");
+    const third = join(w.dir, "third.txt");
     writeFileSync(third, "third");
-    const three = await alice.client.send({ to: "bob", paths: [third] });
+    const three = await w.alice.client.send({ to: "bob", paths: [third] });
     await until(() => received.length === 3);
     expect(received[2]?.transfer_id).toBe(three.id);
     expect(failed).toHaveLength(1);
@@ -92,20 +69,20 @@ describe("listen", () => {
   });
 
   it("does not receive again what was already downloaded when it starts", async () => {
-    const path = join(dir.path, "old.txt");
+    const path = join(w.dir, "old.txt");
     writeFileSync(path, "old");
-    const old = await alice.client.send({ to: "bob", paths: [path] });
-    await bob.client.receive(old.id, { outDir: join(dir.path, "manual") });
+    const old = await w.alice.client.send({ to: "bob", paths: [path] });
+    await w.bob.client.receive(old.id, { outDir: join(w.dir, "manual") });
     const received: string[] = [];
     const controller = new AbortController();
-    const running = bob.client.listen({
-      outDir: join(dir.path, "restart"),
+    const running = w.bob.client.listen({
+      outDir: join(w.dir, "restart"),
       signal: controller.signal,
       onReceived: (result) => received.push(result.transfer_id),
     });
-    const fresh = join(dir.path, "fresh.txt");
+    const fresh = join(w.dir, "fresh.txt");
     writeFileSync(fresh, "fresh");
-    const next = await alice.client.send({ to: "bob", paths: [fresh] });
+    const next = await w.alice.client.send({ to: "bob", paths: [fresh] });
     await until(() => received.includes(next.id));
     controller.abort();
     await running;

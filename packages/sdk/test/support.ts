@@ -11,6 +11,7 @@ import {
   signTransfer,
   wrapContentKey,
 } from "@handoff/sdk";
+import { afterAll, beforeAll } from "vitest";
 import { startTestApp, type TestApp } from "../../../test/support/app.js";
 import { freePort } from "../../../test/support/server-process.js";
 
@@ -28,6 +29,36 @@ export async function startLiveServer(env: Record<string, string> = {}): Promise
   const t = await startTestApp({ env: { PUBLIC_BASE_URL: baseUrl, ...env } });
   await t.app.listen({ port, host: "127.0.0.1" });
   return { t, baseUrl, close: () => t.close() };
+}
+
+/** What a describe block of SDK tests works with: a listening service, a team account, two agents. */
+export interface AliceAndBob {
+  server: LiveServer;
+  apiKey: string;
+  alice: TestAgent;
+  bob: TestAgent;
+  /** A temporary directory for the block's files. */
+  dir: string;
+}
+
+/**
+ * Call inside `describe`: before the block's tests, starts the service and registers the agents
+ * alice and bob (clients made with `client` options) on a team account; after them, stops it all.
+ */
+export function aliceAndBob(options: { client?: Partial<HandoffClientOptions> } = {}): AliceAndBob {
+  const dir = tempDir();
+  const world = { dir: dir.path } as AliceAndBob;
+  beforeAll(async () => {
+    world.server = await startLiveServer();
+    ({ apiKey: world.apiKey } = await world.server.t.newAccount("team"));
+    world.alice = await newAgent(world.server, world.apiKey, "alice", options.client);
+    world.bob = await newAgent(world.server, world.apiKey, "bob", options.client);
+  });
+  afterAll(async () => {
+    await world.server?.close();
+    dir.cleanup();
+  });
+  return world;
 }
 
 /** A fresh temporary directory, removed by `cleanup()`. */

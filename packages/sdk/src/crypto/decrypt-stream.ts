@@ -26,7 +26,8 @@ export function createDecryptStream(
   contentKey: Uint8Array,
   encryptionIv: string,
 ): TransformStream<Uint8Array, Uint8Array> {
-  requireKey(contentKey, "content key");
+  // The file key is derived once the header arrives; a caller may wipe its copy of K before that.
+  const keyBytes = requireKey(contentKey, "content key").slice();
   const salt = fromBase64(encryptionIv);
   if (salt.length !== SALT_SIZE) {
     throw new HandoffCryptoError("BAD_ENCODING", `encryption_iv must be base64 of ${SALT_SIZE} bytes`);
@@ -48,7 +49,7 @@ export function createDecryptStream(
           return;
         }
         const recordSize = parseHeader(header, salt);
-        opener = new RecordOpener(await fileKey(contentKey, salt), recordSize, controller);
+        opener = new RecordOpener(await fileKey(keyBytes, salt), recordSize, controller);
       }
       await opener.push(body);
     },

@@ -1,22 +1,28 @@
 /**
- * Byte windows over a stream: each chunk is seen behind the last `keep` bytes of what came before, so a
- * token cut by a chunk boundary is whole in the next window. Memory is the chunk plus `keep` bytes.
+ * Seams between chunks of a stream: the last `keep` bytes of what came before, followed by the first `keep`
+ * bytes of the new chunk. Searching each chunk and then its seam finds every token of up to `keep` bytes,
+ * wherever the boundaries fall, without copying chunks. Memory is two small buffers.
  */
 export class Overlap {
   private carry: Buffer = Buffer.alloc(0);
 
   constructor(private readonly keep: number) {}
 
-  /** The carried bytes followed by `chunk`; the next window carries this one's last `keep` bytes. */
-  window(chunk: Uint8Array): Buffer {
-    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    const window = this.carry.length === 0 ? bytes : Buffer.concat([this.carry, bytes]);
-    this.carry = Buffer.from(window.subarray(Math.max(0, window.length - this.keep)));
-    return window;
+  /** The carried bytes and the head of `chunk`; the carry moves on to the end of `chunk`. */
+  seam(chunk: Uint8Array): Buffer {
+    const bytes = asBuffer(chunk);
+    const seam = Buffer.concat([this.carry, bytes.subarray(0, this.keep)]);
+    const after = bytes.length > this.keep ? bytes : seam;
+    this.carry = Buffer.from(after.subarray(Math.max(0, after.length - this.keep)));
+    return seam;
   }
 
   /** What is carried when the stream ends (its final bytes, not yet seen with a byte after them). */
   rest(): Buffer {
     return this.carry;
   }
+}
+
+export function asBuffer(chunk: Uint8Array): Buffer {
+  return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }

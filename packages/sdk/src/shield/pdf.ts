@@ -1,10 +1,11 @@
 /** PDF action tokens (/JavaScript, /JS, /Launch) in the byte stream, whole across chunk boundaries. */
 import type { Findings } from "./findings.js";
-import { Overlap } from "./overlap.js";
+import { asBuffer, Overlap } from "./overlap.js";
 import { rules } from "./rules.js";
 
 const tokens = rules.pdfTokens.map((t) => Buffer.from(t, "latin1"));
-const longest = Math.max(...tokens.map((t) => t.length));
+/** A seam holds a whole token and the byte after it. */
+const keep = Math.max(...tokens.map((t) => t.length)) + 1;
 
 /** A PDF name ends at whitespace or a delimiter: "/JS" names JavaScript, "/JSFont" does not. */
 function endsName(byte: number | undefined): boolean {
@@ -29,13 +30,15 @@ function firstToken(window: Buffer, atFileEnd: boolean): string | null {
 }
 
 export class PdfTokenScanner {
-  private readonly overlap = new Overlap(longest);
+  private readonly overlap = new Overlap(keep);
 
   constructor(private readonly findings: Findings) {}
 
   feed(chunk: Uint8Array): void {
     if (this.findings.has("active_content")) return;
-    this.report(firstToken(this.overlap.window(chunk), false));
+    // The seam first: it starts earlier in the file.
+    const seam = this.overlap.seam(chunk);
+    this.report(firstToken(seam, false) ?? firstToken(asBuffer(chunk), false));
   }
 
   end(): void {

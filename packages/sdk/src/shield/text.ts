@@ -1,16 +1,14 @@
 /**
  * Text checks on the decrypted stream: override patterns, hidden characters and, in HTML or SVG, active
  * content. Patterns are ASCII, so they run on the latin1 view of the bytes (one byte, one character): as
- * fast as V8 goes, and equal to matching the decoded UTF-8 text. Each window is the chunk behind a tail of
- * earlier text whose whitespace runs are folded to one space, so a match cut by a chunk boundary, a line
- * break or a long run of blanks is still whole in a bounded window.
+ * fast as V8 goes, and equal to matching the decoded UTF-8 text. Each chunk is searched as it is, then its
+ * seam: the end of the earlier text and the head of the chunk, whitespace runs folded to one space (which
+ * changes no match of a pattern whose blanks are `\s+`), so a match cut by a chunk boundary, a line break or
+ * a long run of blanks is whole in a bounded string.
  */
 import { type Findings, quote } from "./findings.js";
-import { Overlap } from "./overlap.js";
+import { asBuffer, Overlap } from "./overlap.js";
 import { type HiddenRange, rules } from "./rules.js";
-
-/** Tiny chunks are gathered up to this size first: a window per byte would rescan the tail each time. */
-const GATHER_BYTES = 16 * 1024;
 
 const whitespaceRun = new RegExp(
   `[${Array.from(rules.whitespace, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]+`,
@@ -18,14 +16,15 @@ const whitespaceRun = new RegExp(
 );
 
 function latin1(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
+  return asBuffer(bytes).toString("latin1");
 }
 
-/** The last `chars` characters of `text` once its whitespace runs are folded, looking back no further than needed. */
-function foldedTail(text: string, chars: number): string {
-  for (let span = chars; ; span *= 4) {
-    const folded = text.slice(-span).replace(whitespaceRun, " ");
-    if (folded.length >= chars || span >= text.length) return folded.slice(-chars);
+/** Folds `text`'s whitespace runs, looking at more of it (from `end`) until `chars` folded characters. */
+function folded(text: string, chars: number, end: "head" | "tail"): string {
+  for (let span = 2 * chars; ; span *= 4) {
+    const part = end === "head" ? text.slice(0, span) : text.slice(-span);
+    const result = part.replace(whitespaceRun, " ");
+    if (result.length >= chars || span >= text.length) return end === "head" ? result : result.slice(-chars);
   }
 }
 
@@ -63,18 +62,18 @@ function hiddenRangeOf(cp: number): HiddenRange | undefined {
   return rules.hiddenText.find((r) => cp >= r.from && cp <= r.to);
 }
 
-/** The first hidden character in `window` whose encoding is complete there, by position. */
-function firstHidden(window: Buffer): { cp: number; range: HiddenRange } | null {
+/** The first hidden character in `bytes` whose encoding is complete there, by position. */
+function firstHidden(bytes: Buffer): { cp: number; range: HiddenRange } | null {
   let best: { at: number; cp: number; range: HiddenRange } | null = null;
   for (const lead of hiddenLeads) {
     const length = utf8Length(lead);
     for (
-      let at = window.indexOf(lead);
-      at >= 0 && at + length <= window.length;
-      at = window.indexOf(lead, at + 1)
+      let at = bytes.indexOf(lead);
+      at >= 0 && at + length <= bytes.length;
+      at = bytes.indexOf(lead, at + 1)
     ) {
       if (best !== null && at > best.at) break;
-      const cp = codePointAt(window, at, length);
+      const cp = codePointAt(bytes, at, length);
       const range = cp === null ? undefined : hiddenRangeOf(cp);
       if (cp !== null && range !== undefined) {
         best = { at, cp, range };
@@ -85,16 +84,26 @@ function firstHidden(window: Buffer): { cp: number; range: HiddenRange } | null 
   return best;
 }
 
+/** Tiny chunks are gathered up to this size first: a seam per byte would cost more than the byte. */
+const GATHER_BYTES = 16 * 1024;
+
 export class TextScanner {
   private tail = "";
+  private readonly hiddenBytes = new Overlap(3);
   private readonly gathered = new Uint8Array(GATHER_BYTES);
   private gatheredLength = 0;
-  private readonly hiddenBytes = new Overlap(3);
+  /** Folded characters kept on each side of a seam: as long as the longest match (markup tags are longer). */
+  private readonly overlap: number;
 
   constructor(
     private readonly findings: Findings,
     private readonly markup: boolean,
-  ) {}
+  ) {
+    const limits = rules.limits;
+    this.overlap = markup
+      ? Math.max(limits.markup_overlap_chars, limits.override_overlap_chars)
+      : limits.override_overlap_chars;
+  }
 
   feed(chunk: Uint8Array): void {
     if (chunk.length >= GATHER_BYTES) {
@@ -128,16 +137,18 @@ export class TextScanner {
   private scan(bytes: Uint8Array): void {
     if (this.done) return;
     this.scanHidden(bytes);
-    const window = this.tail + latin1(bytes);
-    this.scanOverride(window);
-    if (this.markup) this.scanMarkup(window);
-    this.tail = foldedTail(window, rules.limits.text_overlap_chars);
+    const chunk = latin1(bytes);
+    // The seam first: it starts earlier in the file.
+    for (const text of [this.tail + folded(chunk, this.overlap, "head"), chunk]) {
+      this.scanOverride(text);
+      if (this.markup) this.scanMarkup(text);
+    }
+    const tail = folded(chunk, this.overlap, "tail");
+    this.tail = tail.length >= this.overlap ? tail : folded(this.tail + tail, this.overlap, "tail");
   }
-
   private scanHidden(bytes: Uint8Array): void {
     if (this.findings.has("hidden_text")) return;
-    const window = this.hiddenBytes.window(bytes);
-    const hit = firstHidden(window);
+    const hit = firstHidden(this.hiddenBytes.seam(bytes)) ?? firstHidden(asBuffer(bytes));
     if (hit === null) return;
     const code = hit.cp.toString(16).toUpperCase().padStart(4, "0");
     this.findings.add(

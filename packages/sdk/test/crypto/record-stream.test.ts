@@ -9,7 +9,7 @@ import {
   TAG_SIZE,
 } from "@handoff/sdk";
 import { describe, expect, it } from "vitest";
-import { concat, decrypt, encrypt, expectBytes, flipped, patterned } from "./streams.js";
+import { collect, concat, decrypt, encrypt, expectBytes, flipped, patterned, streamOf } from "./streams.js";
 
 const WIRE_RECORD = RECORD_SIZE + TAG_SIZE;
 const key = newContentKey();
@@ -225,6 +225,15 @@ describe("the reader refuses (decisions 5.3) and emits no unauthenticated plaint
     expect(() => createDecryptStream(new Uint8Array(16), encryptionIv)).toThrow(
       expect.objectContaining({ code: "BAD_KEY" }),
     );
+  });
+
+  it("decrypts with the key given at creation even if the caller wipes its copy afterwards", async () => {
+    const ownKey = key.slice();
+    const stream = createDecryptStream(ownKey, encryptionIv);
+    ownKey.fill(0);
+    const result = await collect(streamOf(ciphertext).pipeThrough(stream));
+    expect(result.error).toBeUndefined();
+    expectBytes(result.bytes, plaintext);
   });
 
   it("the error reaches a pipeTo caller as the HandoffCryptoError", async () => {

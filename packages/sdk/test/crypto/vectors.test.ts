@@ -141,6 +141,18 @@ describe("node:crypto alone, independently of the SDK, reproduces every publishe
     });
   }
 
+  it("a file another writer ended with an empty last record after a full one is still read", async () => {
+    const salt = hex(inputs.files[0]?.salt ?? "");
+    const F = hkdf(contentKey, salt, "handoff/v1 file");
+    const full = Uint8Array.from({ length: 65536 }, (_, i) => i % 251);
+    const nonce = (index: number, flag: number) => hex(`${index.toString(16).padStart(22, "0")}0${flag}`);
+    const header = Buffer.concat([Buffer.from("HOE1"), hex("00010000"), salt]);
+    const file = Buffer.concat([header, gcm(F, nonce(0, 0), full), gcm(F, nonce(1, 1), new Uint8Array(0))]);
+    const result = await decrypt(contentKey, Buffer.from(salt).toString("base64"), file);
+    expect(result.error).toBeUndefined();
+    expect(sha256(result.bytes)).toBe(sha256(full));
+  });
+
   it("signature over the JSON message of 5.4", () => {
     const message = JSON.stringify([
       "handoff/v1 signature",
