@@ -1,9 +1,11 @@
 import { once } from "node:events";
 import { resolve } from "node:path";
+import type { HandoffClient } from "@handoff/sdk";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { agentClient } from "../environment.js";
 import { describeError } from "../errors.js";
-import { startupAnnouncements } from "../mcp/startup.js";
+import { type Announcement, startupAnnouncements } from "../mcp/startup.js";
 import { handoffMcpServer } from "../mcp/tools.js";
 import { parseCommandArgs, required, shieldOption } from "../options.js";
 import { warn } from "../output.js";
@@ -48,11 +50,11 @@ export async function mcp(args: string[]): Promise<number> {
 
 /** Reads the startup profile; its lines go to stderr now and to the client once it is initialized. */
 async function announceStartup(
-  client: Awaited<ReturnType<typeof agentClient>>,
-  server: ReturnType<typeof handoffMcpServer>,
+  client: HandoffClient,
+  server: McpServer,
   initialized: Promise<void>,
 ): Promise<void> {
-  let announcements: ReturnType<typeof startupAnnouncements>;
+  let announcements: Announcement[];
   try {
     announcements = startupAnnouncements(await client.profile());
   } catch (error) {

@@ -60,8 +60,8 @@ async function removeEmptyFolders(dir: string, top: string): Promise<void> {
 
 /**
  * `handoff receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation]`
- * (decisions 5.5, 5.6):
- * prints `{transfer_id, files}`; exit 3 with one stderr line when Shield blocked a file.
+ * (decisions 5.5, 5.6): prints `{transfer_id, files}`; exit 3 with one stderr line when Shield
+ * blocked a file.
  */
 export async function receive(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs(

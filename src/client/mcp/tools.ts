@@ -1,6 +1,5 @@
 import { isAbsolute } from "node:path";
-import type { HandoffClient, ShieldLevel } from "@handoff/sdk";
-import { SDK_VERSION } from "@handoff/sdk";
+import { type HandoffClient, SDK_VERSION, type ShieldLevel } from "@handoff/sdk";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
