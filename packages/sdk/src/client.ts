@@ -27,6 +27,7 @@ export interface HandoffClientOptions {
   identity?: Identity;
   /** Where pinned keys are kept; default beside the identity file (`<name>.pins.json`), else memory. */
   pinsPath?: string;
+  /** For JSON requests and downloads; streamed uploads go through node:http(s) (see streaming-request.ts). */
   fetch?: typeof fetch;
   userAgent?: string;
   /** Further attempts after the first (429 always; network errors and 5xx where safe). Default 3. */

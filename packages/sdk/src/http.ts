@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { HandoffApiError, HandoffError } from "./errors.js";
+import { streamingRequest } from "./streaming-request.js";
 
 /** The settings every request shares. */
 export interface TransportOptions {
@@ -14,8 +15,8 @@ export interface TransportOptions {
   agentId: string | null;
 }
 
-/** A request body that can be made again for a retry (a stream is read once). */
-export type BodySource = () => { body: NonNullable<RequestInit["body"]>; headers: Record<string, string> };
+/** A streamed request body that can be made again for a retry (a stream is read once). */
+export type BodySource = () => { body: ReadableStream<Uint8Array>; headers: Record<string, string> };
 
 export interface RequestSpec {
   method: "GET" | "POST" | "PUT" | "DELETE";
@@ -111,9 +112,12 @@ export class Transport {
       const last = attempt >= this.options.maxRetries;
       let response: Response;
       try {
-        response = await this.options.fetch(url, this.init(spec, signed, idempotencyKey));
+        response = await this.attempt(url, spec, signed, idempotencyKey);
       } catch (error) {
         if (isAbort(error) || spec.signal?.aborted) throw error;
+        // The SDK's own refusal from inside a request body (a file that changed): not the network's.
+        const own = handoffCause(error);
+        if (own) throw own;
         if (!spec.idempotent || last) {
           throw new HandoffError(
             "NETWORK_ERROR",
@@ -141,7 +145,13 @@ export class Transport {
     }
   }
 
-  private init(spec: RequestSpec, signed: boolean, idempotencyKey: string | null): RequestInit {
+  /** One attempt: streamed bodies through node:http(s), everything else through `fetch`. */
+  private attempt(
+    url: URL,
+    spec: RequestSpec,
+    signed: boolean,
+    idempotencyKey: string | null,
+  ): Promise<Response> {
     const headers: Record<string, string> = { "user-agent": this.options.userAgent };
     // A signed link is its own credential: the API key never goes to storage or another host.
     if (!signed) {
@@ -149,24 +159,30 @@ export class Transport {
       if (this.options.agentId) headers["x-service-agent"] = this.options.agentId;
     }
     if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
-    let body: RequestInit["body"];
+    const signal = spec.signal ? { signal: spec.signal } : {};
+    if (spec.body) {
+      const made = spec.body();
+      return streamingRequest(url, {
+        method: spec.method,
+        headers: { ...headers, ...made.headers },
+        body: made.body,
+        ...signal,
+      });
+    }
+    const init: RequestInit = { method: spec.method, headers, ...signal };
     if (spec.json !== undefined) {
       headers["content-type"] = "application/json";
-      body = JSON.stringify(spec.json);
-    } else if (spec.body) {
-      const made = spec.body();
-      Object.assign(headers, made.headers);
-      body = made.body;
+      init.body = JSON.stringify(spec.json);
     }
-    const init: RequestInit & { duplex?: "half" } = { method: spec.method, headers };
-    if (body !== undefined) {
-      init.body = body;
-      // Streamed bodies need half-duplex in fetch; harmless for the others.
-      init.duplex = "half";
-    }
-    if (spec.signal) init.signal = spec.signal;
-    return init;
+    return this.options.fetch(url, init);
   }
+}
+
+function handoffCause(error: unknown): HandoffError | null {
+  for (let current = error; current instanceof Error; current = current.cause) {
+    if (current instanceof HandoffError) return current;
+  }
+  return null;
 }
 
 function describe(error: unknown): string {

@@ -7,6 +7,7 @@ import {
   encryptedSize,
   fromBase64,
   newContentKey,
+  SALT_SIZE,
   signTransfer,
   toBase64,
   wrapContentKey,
@@ -15,7 +16,7 @@ import { HandoffError } from "./errors.js";
 import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import { multipartBody } from "./multipart.js";
-import { countingStream, fileStream } from "./streams.js";
+import { sizedFileStream } from "./streams.js";
 import type { PresignedAnswer, ResolvedAgent, Transfer, TransferMode } from "./types.js";
 
 /** Bytes of one file moved so far (plaintext), out of its plaintext size. */
@@ -60,7 +61,6 @@ export interface SendContext {
 interface Outgoing {
   name: string;
   type: string;
-  plainSize: number;
   wireSize: number;
   encryptionIv: string | null;
   open(): ReadableStream<Uint8Array>;
@@ -110,7 +110,7 @@ async function seal(context: SendContext, options: SendOptions, files: LocalFile
   const recipientKeyVersion = recipient.key_version as number;
   const contentKey = newContentKey();
   const encryptedKey = await wrapContentKey(contentKey, fromBase64(publicKey));
-  const salts = files.map(() => new Uint8Array(randomBytes(16)));
+  const salts = files.map(() => new Uint8Array(randomBytes(SALT_SIZE)));
   const signature = signTransfer(context.identity.ed25519.privateKey, {
     sender: context.identity.agentId,
     recipient: options.to,
@@ -126,16 +126,15 @@ async function seal(context: SendContext, options: SendOptions, files: LocalFile
 
 function outgoing(file: LocalFile, sealing: Sealing | null, index: number, options: SendOptions): Outgoing {
   const salt = sealing?.salts[index] ?? null;
-  const progress = () =>
-    countingStream((bytes) => options.onProgress?.({ file: file.name, bytes, total: file.size }));
   return {
     name: file.name,
     type: file.type,
-    plainSize: file.size,
     wireSize: sealing ? encryptedSize(file.size) : file.size,
     encryptionIv: salt ? toBase64(salt) : null,
     open() {
-      const plain = fileStream(file.path).pipeThrough(progress());
+      const plain = sizedFileStream(file.path, file.size, (bytes) =>
+        options.onProgress?.({ file: file.name, bytes, total: file.size }),
+      );
       if (!sealing || !salt) return plain;
       // The same key and salt give the same bytes: a retried upload matches the signed list.
       return plain.pipeThrough(createEncryptStream(sealing.contentKey, { salt }).stream);

@@ -1,5 +1,6 @@
 import { createReadStream } from "node:fs";
 import { Readable } from "node:stream";
+import { HandoffError } from "./errors.js";
 
 /** A pull-driven web stream over an async iterable: the next chunk is made only when asked for. */
 export function streamOf(parts: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
@@ -20,18 +21,37 @@ export function streamOf(parts: AsyncIterable<Uint8Array>): ReadableStream<Uint8
 }
 
 /** A file's bytes as a web stream, read as the consumer pulls. */
-export function fileStream(path: string): ReadableStream<Uint8Array> {
+function fileStream(path: string): ReadableStream<Uint8Array> {
   return Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>;
 }
 
-/** Passes chunks on unchanged, telling `onBytes` the running total after each. */
-export function countingStream(onBytes: (bytes: number) => void): TransformStream<Uint8Array, Uint8Array> {
+/**
+ * A file's bytes as they are sent, checked against the size it had when the upload was declared
+ * (a file that grows or shrinks meanwhile would not match its Content-Length or signed size),
+ * telling `onBytes` the running total after each chunk.
+ */
+export function sizedFileStream(
+  path: string,
+  size: number,
+  onBytes: (bytes: number) => void,
+): ReadableStream<Uint8Array> {
   let bytes = 0;
-  return new TransformStream({
-    transform(chunk, controller) {
-      bytes += chunk.byteLength;
-      onBytes(bytes);
-      controller.enqueue(chunk);
-    },
-  });
+  const changed = () =>
+    new HandoffError(
+      "FILE_CHANGED",
+      `${path} changed size while it was being sent (${size} bytes when it started)`,
+    );
+  return fileStream(path).pipeThrough(
+    new TransformStream({
+      transform(chunk, controller) {
+        bytes += chunk.byteLength;
+        if (bytes > size) throw changed();
+        onBytes(bytes);
+        controller.enqueue(chunk);
+      },
+      flush() {
+        if (bytes !== size) throw changed();
+      },
+    }),
+  );
 }

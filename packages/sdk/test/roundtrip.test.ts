@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { encryptedSize, type Progress } from "@handoff/sdk";
 import { describe, expect, it } from "vitest";
@@ -99,5 +99,20 @@ describe.each([
       is_encrypted: false,
       files: [{ size: 11 }],
     });
+  });
+
+  it("stops with FILE_CHANGED when a file grows while it is sent", async () => {
+    const source = join(w.dir, `growing-${path}.bin`);
+    writeFileSync(source, randomBytes(1024 * 1024));
+    let grown = false;
+    const sending = w.alice.client.send({
+      to: "bob",
+      paths: [source],
+      onProgress: () => {
+        if (!grown) appendFileSync(source, "more");
+        grown = true;
+      },
+    });
+    await expect(sending).rejects.toMatchObject({ code: "FILE_CHANGED" });
   });
 });

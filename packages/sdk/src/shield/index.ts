@@ -36,15 +36,17 @@ export class ShieldLevelError extends Error {
   override name = "ShieldLevelError";
 }
 
+function unknownLevel(text: string): ShieldLevelError {
+  return new ShieldLevelError(
+    `Unknown Shield level ${JSON.stringify(text)}: use one of ${SHIELD_LEVELS.join(", ")}.`,
+  );
+}
+
 /** The level named by `text` (case and surrounding blanks ignored); anything else is refused. */
 export function parseShieldLevel(text: string): ShieldLevel {
   const level = text.trim().toLowerCase();
   const known = SHIELD_LEVELS.find((l) => l === level);
-  if (known === undefined) {
-    throw new ShieldLevelError(
-      `Unknown Shield level ${JSON.stringify(text)}: use one of ${SHIELD_LEVELS.join(", ")}.`,
-    );
-  }
+  if (known === undefined) throw unknownLevel(text);
   return known;
 }
 
@@ -120,7 +122,7 @@ class StreamingFileScan implements FileScan {
   private startScanners(fileContinues: boolean): void {
     const head = this.head.subarray(0, this.headLength);
     this.magicTypes = typesByMagic(head);
-    const named = this.namedTypes();
+    const named = this.claims().map((c) => c.type);
     const is = (test: (t: KnownType) => boolean) => this.magicTypes.some(test) || named.some(test);
     const scanners: ContentScanner[] = [];
     const text = declaredAsText(essenceOf(this.file.declaredType)) || looksLikeText(head, fileContinues);
@@ -139,23 +141,18 @@ class StreamingFileScan implements FileScan {
   }
 
   /** The known types the name's extension and the declared type name, with what named each. */
-  private namedTypes(): KnownType[] {
+  private claims(): { by: string; type: KnownType }[] {
+    const extension = extensionOf(this.file.name);
+    const essence = essenceOf(this.file.declaredType);
     return [
-      typeByExtension(extensionOf(this.file.name)),
-      typeByMediaType(essenceOf(this.file.declaredType)),
-    ].filter((t): t is KnownType => t !== undefined);
+      { by: `the name (${extension})`, type: typeByExtension(extension) },
+      { by: `the declared type (${essence})`, type: typeByMediaType(essence) },
+    ].filter((c): c is { by: string; type: KnownType } => c.type !== undefined);
   }
 
   /** disguised_executable, executable, type_mismatch and script: bytes against name and declared type. */
   private checkTypes(): void {
-    const extension = extensionOf(this.file.name);
-    const essence = essenceOf(this.file.declaredType);
-    const claims = [
-      { by: `the name (${extension})`, type: typeByExtension(extension) },
-      { by: `the declared type (${essence})`, type: typeByMediaType(essence) },
-    ].filter(
-      (c): c is { by: string; type: KnownType } => c.type !== undefined && c.type.category !== "executable",
-    );
+    const claims = this.claims().filter((c) => c.type.category !== "executable");
     const executable = this.magicTypes.find((t) => t.category === "executable");
     if (executable !== undefined) {
       const disguise = claims[0];
@@ -178,6 +175,7 @@ class StreamingFileScan implements FileScan {
       }
     }
     const shebang = Buffer.from(rules.shebang, "latin1");
+    const extension = extensionOf(this.file.name);
     if (shebang.every((b, i) => this.head[i] === b) && this.headLength >= shebang.length) {
       this.findings.add("script", `The file starts with ${rules.shebang}, a script for an interpreter.`);
     } else if (rules.scriptExtensions.includes(extension)) {
@@ -195,7 +193,7 @@ const unscanned: FileScan = {
 };
 
 export function createFileScan(level: ShieldLevel, file: ScannedFile): FileScan {
-  if (!SHIELD_LEVELS.includes(level)) parseShieldLevel(String(level));
+  if (!SHIELD_LEVELS.includes(level)) throw unknownLevel(String(level));
   if (thresholdOf(level) === null) return unscanned;
   return new StreamingFileScan(level, file);
 }

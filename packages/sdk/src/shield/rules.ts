@@ -86,7 +86,6 @@ export const rules = {
   ),
   shebang: data.script.shebang,
   scriptExtensions: data.script.extensions,
-  executableExtensions: data.executable_extensions,
   pdfTokens: data.active_content.pdf_tokens,
   pdfTokenTerminators: new Set(Array.from(data.active_content.pdf_token_terminators, (c) => c.charCodeAt(0))),
   markup: data.active_content.markup_patterns.map((m) => ({ pattern: caseless(m.pattern), label: m.label })),
