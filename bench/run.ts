@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BENCHMARKS = ["bench/transfer-throughput.ts", "bench/small-transfers.ts"];
+const BENCHMARKS = ["bench/transfer-throughput.ts", "bench/small-transfers.ts", "bench/client-transfer.ts"];
 /** Each benchmark stops itself after 9 minutes; this is the backstop. */
 const TIMEOUT_MS = 10 * 60 * 1000;
 

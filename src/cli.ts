@@ -1,114 +1,47 @@
 #!/usr/bin/env node
-import { parseArgs } from "node:util";
-import v8 from "node:v8";
-import { projections } from "../projections/index.js";
-import { createAccount, defaultAccountName } from "./commands/accounts.js";
-import { ConfigError, loadConfig } from "./config.js";
-import { buildApp } from "./http/app.js";
-import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
-import { findAccount } from "./queries/accounts.js";
-import { openService } from "./service.js";
-
-const USAGE = `usage: handoff <command>
-
-  serve                                   run the HTTP server
-  accounts create --email E [--name N] [--plan P]
-                                          create an account; prints it and a first API key as JSON
-  projections rebuild [name]              drop and rebuild read models from the event log
-                                          (all when no name; names: ${projections.map((p) => p.name).join(", ")})
-
-Configuration comes from environment variables (see README.md).`;
-
-class UsageError extends Error {}
+import { errorLine, UsageError } from "./cli-errors.js";
+import { CLIENT_USAGE, clientCommand } from "./client/index.js";
 
 /**
- * Streaming files churns through buffers while PGlite keeps a large heap: with V8's default heap
- * growth the server spent a quarter to a third of its time in full collections (bench/). A roomier
- * growth factor cut those from about 240 to 17 per 6 GiB moved. An internal V8 flag: re-check on
- * Node upgrades (npm run bench shows a regression).
+ * Modules load on demand: a client command never pays for the server's modules, and the server
+ * never loads the client SDK.
  */
-const HEAP_GROWTH_FLAG = "--heap-growing-percent=100";
+const serverCli = () => import("./server-cli.js");
 
-async function serve(): Promise<void> {
-  v8.setFlagsFromString(HEAP_GROWTH_FLAG);
-  const service = await openService(loadConfig(process.env));
-  const app = await buildApp(service, { logger: true });
-  const shutdown = async (signal: string) => {
-    app.log.info({ signal }, "shutting down");
-    await app.close();
-    await service.close();
-    process.exit(0);
-  };
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  await app.listen({ port: service.config.port, host: service.config.host });
+async function usage(): Promise<string> {
+  const { SERVER_USAGE } = await serverCli();
+  return `usage: handoff <command>
+
+${SERVER_USAGE}
+
+${CLIENT_USAGE}
+
+Configuration comes from environment variables (see README.md).`;
 }
 
-async function accountsCreate(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { email: { type: "string" }, name: { type: "string" }, plan: { type: "string" } },
-  });
-  if (!values.email || !/^[^\s@]+@[^\s@]+$/.test(values.email)) throw new UsageError("--email E is required");
-  const plan = values.plan ?? DEFAULT_PLAN;
-  if (!PLAN_IDS.includes(plan)) throw new UsageError(`--plan must be one of ${PLAN_IDS.join(", ")}`);
-  const service = await openService(loadConfig(process.env));
-  try {
-    const result = await createAccount(
-      service.deps,
-      { email: values.email, name: values.name ?? defaultAccountName(values.email), plan },
-      { accountId: null, keyId: null },
-    );
-    await service.engine.waitFor(result.position, 10_000);
-    const account = await findAccount(service.db, result.accountId);
-    const { id, name, apiKey, createdAt } = result.apiKey;
-    console.log(
-      JSON.stringify(
-        {
-          account: account && { ...account, created_at: new Date(account.created_at).toISOString() },
-          api_key: { id, name, api_key: apiKey, created_at: createdAt },
-        },
-        null,
-        2,
-      ),
-    );
-  } finally {
-    await service.close();
-  }
-}
-
-async function projectionsRebuild(args: string[]): Promise<void> {
-  const names = args.length > 0 ? args : projections.map((p) => p.name);
-  const unknown = names.filter((name) => !projections.some((p) => p.name === name));
-  if (unknown.length > 0) throw new UsageError(`unknown projection: ${unknown.join(", ")}`);
-  const service = await openService(loadConfig(process.env), { runProjections: false });
-  try {
-    const started = Date.now();
-    await service.engine.rebuild(names, ({ projection, events, done }) => {
-      const line = `${projection}: ${events} events${done ? ` rebuilt in ${((Date.now() - started) / 1000).toFixed(1)} s` : "…"}`;
-      if (process.stderr.isTTY) process.stderr.write(`\r${line}${done ? "\n" : ""}`);
-      else if (done) process.stderr.write(`${line}\n`);
-    });
-  } finally {
-    await service.close();
-  }
+/** Ends a client command with its exit code once stdout has taken everything written to it. */
+async function exitWith(code: number): Promise<never> {
+  await new Promise<void>((done) => process.stdout.write("", () => done()));
+  process.exit(code);
 }
 
 async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
-  if (command === "serve") return serve();
-  if (command === "accounts" && sub === "create") return accountsCreate(rest);
-  if (command === "projections" && sub === "rebuild") return projectionsRebuild(rest);
-  throw new UsageError(command ? `unknown command: ${argv.join(" ")}` : "no command given");
+  if (command === undefined || ["help", "--help", "-h"].includes(command)) {
+    (command ? process.stdout : process.stderr).write(`${await usage()}\n`);
+    return exitWith(command ? 0 : 1);
+  }
+  const client = clientCommand(argv);
+  if (client) return exitWith(await client.run(client.args));
+  if (command === "serve") return (await serverCli()).serve();
+  if (command === "accounts" && sub === "create") return (await serverCli()).accountsCreate(rest);
+  if (command === "projections" && sub === "rebuild") return (await serverCli()).projectionsRebuild(rest);
+  throw new UsageError(`unknown command: ${argv.join(" ")}`);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    console.error(error.message);
-  } else if (error instanceof UsageError) {
-    console.error(`${error.message}\n\n${USAGE}`);
-  } else {
-    console.error(error);
-  }
+  console.error(
+    error instanceof UsageError ? `${error.message} (handoff help lists the commands)` : errorLine(error),
+  );
   process.exit(1);
 });

@@ -1,0 +1,180 @@
+/**
+ * The `handoff` client end to end: `handoff send` then `handoff receive` of one large file, each a
+ * real child process (`node dist/src/cli.js`) against the real server from dist, encrypted and with
+ * `--plain` in the same run. Peak RSS of each client process comes from the kernel (wait4's
+ * ru_maxrss, printed by /usr/bin/time); throughput is the file size over each process's wall time,
+ * Node's start-up included. Figures only, never a timed test.
+ *
+ *   npm run build && node --import tsx bench/client-transfer.ts
+ *
+ * Environment: BENCH_CLIENT_SIZE_MIB (default 1024), BENCH_CLIENT_RUNS (default 2: best of).
+ * Targets (issue 8): peak RSS <= 150 MB per process; encrypted >= 70 % of plain throughput.
+ */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createWriteStream, existsSync, rmSync, statSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import {
+  createAccount,
+  guard,
+  loadAverage,
+  MiB,
+  mibPerSecond,
+  pad,
+  patternSource,
+  ROOT,
+  type ServerChild,
+  startHandoff,
+  syncDisks,
+  tempRoot,
+  verdict,
+} from "./support.js";
+
+const SIZE = Number(process.env.BENCH_CLIENT_SIZE_MIB ?? 1024) * MiB;
+const RUNS = Number(process.env.BENCH_CLIENT_RUNS ?? 2);
+const RSS_LIMIT_KB = (150 * 1000 * 1000) / 1024;
+const RATIO_TARGET = 0.7;
+const TIME = "/usr/bin/time";
+
+interface ClientRun {
+  ms: number;
+  peakKb: number;
+  cpuSeconds: number;
+  stdout: string;
+}
+
+/** `handoff ARGS` from dist under /usr/bin/time: wall time, the kernel's peak RSS and CPU time. */
+async function timedHandoff(args: string[], env: Record<string, string>): Promise<ClientRun> {
+  const child = spawn(TIME, ["-f", "BENCH-TIME %M %U %S", process.execPath, "dist/src/cli.js", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString("utf8");
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  const start = performance.now();
+  const [code] = (await once(child, "close")) as [number | null];
+  const ms = performance.now() - start;
+  const figures = /BENCH-TIME (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
+  if (code !== 0 || !figures) throw new Error(`handoff ${args[0]} ended with ${code}: ${stderr.trim()}`);
+  return {
+    ms,
+    peakKb: Number(figures[1]),
+    cpuSeconds: Number(figures[2]) + Number(figures[3]),
+    stdout,
+  };
+}
+
+interface Pair {
+  send: ClientRun;
+  receive: ClientRun;
+}
+
+async function main(): Promise<void> {
+  guard(9 * 60 * 1000, "client-transfer");
+  if (!existsSync(TIME)) throw new Error(`${TIME} is needed for the peak RSS of the client processes`);
+  const temp = tempRoot("handoff-bench-client");
+  console.log(
+    `# client transfer: handoff send + handoff receive of ${SIZE / MiB} MiB, encrypted and --plain, best of ` +
+      `${RUNS}; node ${process.version}, ${cpus().length} CPUs, load average ${loadAverage()}`,
+  );
+  let server: ServerChild | null = null;
+  try {
+    server = await startHandoff({ dataDir: join(temp.dir, "server") });
+    const account = await createAccount(server.baseUrl, "bench-client@example.com", "scale");
+    const env = { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey };
+    const identity = (slug: string) => join(temp.dir, `${slug}.json`);
+    for (const slug of ["bench-sender", "bench-receiver"])
+      await timedHandoff(["identity", "new", "--agent", slug, "--out", identity(slug)], env);
+
+    const source = join(temp.dir, "payload.bin");
+    await pipeline(patternSource(SIZE), createWriteStream(source));
+
+    const transfer = async (mode: "encrypted" | "plain", run: number): Promise<Pair> => {
+      syncDisks();
+      const send = await timedHandoff(
+        [
+          "send",
+          "--identity",
+          identity("bench-sender"),
+          "--to",
+          "bench-receiver",
+          ...(mode === "plain" ? ["--plain"] : []),
+          source,
+        ],
+        env,
+      );
+      const id = (JSON.parse(send.stdout) as { id: string }).id;
+      const outDir = join(temp.dir, `out-${mode}-${run}`);
+      syncDisks();
+      const receive = await timedHandoff(
+        ["receive", id, "--identity", identity("bench-receiver"), "--out", outDir],
+        env,
+      );
+      const written = statSync(join(outDir, "payload.bin")).size;
+      if (written !== SIZE) throw new Error(`${mode}: received ${written} of ${SIZE} bytes`);
+      rmSync(outDir, { recursive: true, force: true });
+      await fetch(`${server?.baseUrl}/v1/transfers/${id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${account.apiKey}` },
+      });
+      return { send, receive };
+    };
+
+    // Warm-up: page cache and the server's first-use paths, outside the figures.
+    await transfer("encrypted", 0);
+    const runs = { encrypted: [] as Pair[], plain: [] as Pair[] };
+    for (let run = 1; run <= RUNS; run++) {
+      for (const mode of ["plain", "encrypted"] as const) {
+        const pair = await transfer(mode, run);
+        runs[mode].push(pair);
+        console.log(
+          `run ${run} ${mode.padEnd(9)}: send ${describe(pair.send)}; receive ${describe(pair.receive)}`,
+        );
+      }
+    }
+
+    const best = (pairs: Pair[], step: keyof Pair) => Math.min(...pairs.map((p) => p[step].ms));
+    const peak = (pairs: Pair[], step: keyof Pair) => Math.max(...pairs.map((p) => p[step].peakKb));
+    const rate = (ms: number) => `${pad(mibPerSecond(SIZE, ms).toFixed(0), 5)} MiB/s`;
+    console.log("");
+    console.log(`Best of ${RUNS} (wall time of each process, Node start-up included; peak = max over runs)`);
+    console.log("            encrypted               plain                   ratio    target");
+    let ratiosMet = true;
+    let rssMet = true;
+    for (const step of ["send", "receive"] as const) {
+      const ratio = best(runs.plain, step) / best(runs.encrypted, step);
+      ratiosMet &&= ratio >= RATIO_TARGET;
+      const peaks = [peak(runs.encrypted, step), peak(runs.plain, step)];
+      rssMet &&= peaks.every((kb) => kb <= RSS_LIMIT_KB);
+      console.log(
+        `  ${step.padEnd(8)}  ${rate(best(runs.encrypted, step))} ${mbText(peaks[0] ?? 0)}   ` +
+          `${rate(best(runs.plain, step))} ${mbText(peaks[1] ?? 0)}   ${pad((ratio * 100).toFixed(1), 5)} %  ` +
+          `>= ${RATIO_TARGET * 100} %  ${verdict(ratio >= RATIO_TARGET)}`,
+      );
+    }
+    console.log(`  throughput encrypted >= ${RATIO_TARGET * 100} % of plain: ${verdict(ratiosMet)}`);
+    console.log(`  peak RSS of every client process <= 150 MB: ${verdict(rssMet)}`);
+    console.log(`load average at the end: ${loadAverage()}`);
+  } finally {
+    await server?.stop();
+    temp.cleanup();
+  }
+}
+
+/** Megabytes (10^6 bytes), the unit of the 150 MB target. */
+const mbText = (kb: number) => `${pad(((kb * 1024) / 1e6).toFixed(0), 4)} MB`;
+
+const describe = (run: ClientRun) =>
+  `${(run.ms / 1000).toFixed(2)} s ${mibPerSecond(SIZE, run.ms).toFixed(0)} MiB/s, peak RSS ${mbText(run.peakKb).trim()}, ` +
+  `CPU ${run.cpuSeconds.toFixed(2)} s`;
+
+await main();

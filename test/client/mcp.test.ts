@@ -1,0 +1,236 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import {
+  type CallToolResult,
+  type LoggingMessageNotification,
+  LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  CLI,
+  clientAccount,
+  eventually,
+  filesUnder,
+  handoff,
+  type ListeningServer,
+  publishBroadcast,
+  ROOT,
+  startListeningServer,
+  tempDir,
+} from "./support.js";
+
+/** `handoff mcp` spawned by the MCP SDK's own client over stdio, as an MCP host runs it. */
+class McpSession {
+  readonly logs: LoggingMessageNotification["params"][] = [];
+  readonly protocolErrors: Error[] = [];
+  stderr = "";
+
+  private constructor(readonly client: Client) {}
+
+  static async start(args: string[], env: Record<string, string>): Promise<McpSession> {
+    const [node, ...nodeArgs] = CLI;
+    const { HANDOFF_URL: _url, HANDOFF_API_KEY: _key, ...inherited } = process.env;
+    const transport = new StdioClientTransport({
+      command: node,
+      args: [...nodeArgs, "mcp", ...args],
+      cwd: ROOT,
+      env: { ...(inherited as Record<string, string>), ...env },
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "handoff-test", version: "1.0.0" });
+    const session = new McpSession(client);
+    transport.stderr?.on("data", (chunk: Buffer) => {
+      session.stderr += chunk.toString("utf8");
+    });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+      session.logs.push(notification.params);
+    });
+    client.onerror = (error) => session.protocolErrors.push(error);
+    await client.connect(transport);
+    return session;
+  }
+
+  async call(name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+    return (await this.client.callTool({ name, arguments: args })) as CallToolResult;
+  }
+
+  /** A successful call: its structuredContent, checked to equal the JSON of its one text item. */
+  async ok<T = Record<string, unknown>>(name: string, args: Record<string, unknown> = {}): Promise<T> {
+    const result = await this.call(name, args);
+    const text = result.content[0]?.type === "text" ? result.content[0].text : "";
+    if (result.isError) throw new Error(`${name} failed: ${text}`);
+    expect(result.content).toHaveLength(1);
+    expect(JSON.parse(text)).toEqual(result.structuredContent);
+    return result.structuredContent as T;
+  }
+
+  waitFor(ready: () => boolean, what: string): Promise<void> {
+    return eventually(ready, what, () => `stderr: ${this.stderr}`);
+  }
+
+  close = () => this.client.close();
+}
+
+/** An ELF header: a native executable by its bytes (decisions 5.6). */
+const ELF = Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), randomBytes(2048)]);
+
+describe("handoff mcp over stdio, with the MCP SDK's client, against a running server", () => {
+  const work = tempDir("handoff-mcp-");
+  const downloads = join(work.path, "downloads");
+  let server: ListeningServer;
+  let env: Record<string, string>;
+  let sender: McpSession;
+  let receiver: McpSession;
+  const slugs = { sender: `mcp-sender-${randomBytes(3).toString("hex")}`, receiver: "" };
+  slugs.receiver = `mcp-receiver-${randomBytes(3).toString("hex")}`;
+  const URGENT = "Maintenance window tonight";
+
+  function file(name: string, content: Buffer | string): string {
+    const dir = join(work.path, `files-${randomBytes(4).toString("hex")}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, name), content);
+    return join(dir, name);
+  }
+
+  beforeAll(async () => {
+    server = await startListeningServer();
+    ({ env } = await clientAccount(server));
+    for (const slug of Object.values(slugs)) {
+      const run = await handoff(
+        ["identity", "new", "--agent", slug, "--out", join(work.path, `${slug}.json`)],
+        env,
+      );
+      if (run.status !== 0) throw new Error(run.stderr);
+    }
+    await publishBroadcast(server, URGENT, "critical");
+    await publishBroadcast(server, "Just so you know", "info");
+    [sender, receiver] = await Promise.all([
+      McpSession.start(["--identity", join(work.path, `${slugs.sender}.json`)], env),
+      McpSession.start(
+        [
+          "--identity",
+          join(work.path, `${slugs.receiver}.json`),
+          "--shield",
+          "strict",
+          "--downloads",
+          downloads,
+        ],
+        env,
+      ),
+    ]);
+  });
+  afterAll(async () => {
+    await sender?.close();
+    await receiver?.close();
+    await server?.close();
+    work.remove();
+  });
+
+  it("announces each urgent broadcast and the unread count on stderr and as logging messages", async () => {
+    await receiver.waitFor(() => receiver.logs.length >= 2, "logging messages");
+    const lines = receiver.stderr.trim().split("\n");
+    expect(lines).toEqual([`urgent broadcast (critical): ${URGENT}`, "unread: 0 transfers, 2 broadcasts"]);
+    expect(receiver.logs).toEqual([
+      { level: "critical", logger: "handoff", data: `urgent broadcast (critical): ${URGENT}` },
+      { level: "info", logger: "handoff", data: "unread: 0 transfers, 2 broadcasts" },
+    ]);
+  });
+
+  it("offers exactly the five tools of decisions 5.5", async () => {
+    const { tools } = await sender.client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(
+      ["check_inbox", "download_transfer", "get_profile", "list_connections", "send_file"].sort(),
+    );
+  });
+
+  it("sends a file between two agents, lists it in the inbox and downloads it decrypted and scanned", async () => {
+    const bytes = randomBytes(150_000);
+    const transfer = await sender.ok<{ id: string; mode: string; is_encrypted: boolean; recipient: string }>(
+      "send_file",
+      { to: slugs.receiver, paths: [file("data.bin", bytes)], message: "from the MCP", max_downloads: 2 },
+    );
+    expect(transfer).toMatchObject({ mode: "agent-to-agent", is_encrypted: true, recipient: slugs.receiver });
+
+    const inbox = await receiver.ok<{ transfers: { id: string }[] }>("check_inbox", { wait_seconds: 0 });
+    expect(inbox.transfers.map((t) => t.id)).toContain(transfer.id);
+
+    const outDir = join(work.path, "fresh", "nested");
+    const result = await receiver.ok("download_transfer", { transfer_id: transfer.id, out_dir: outDir });
+    expect(result).toEqual({
+      transfer_id: transfer.id,
+      files: [
+        {
+          name: "data.bin",
+          path: join(outDir, "data.bin"),
+          size: bytes.length,
+          shield: { level: "strict", verdict: "clean", findings: [] },
+        },
+      ],
+    });
+    expect(readFileSync(join(outDir, "data.bin")).equals(bytes)).toBe(true);
+  });
+
+  it("downloads into --downloads by default, and leaves out a file Shield blocked", async () => {
+    const good = randomBytes(500);
+    const transfer = await sender.ok<{ id: string }>("send_file", {
+      to: slugs.receiver,
+      paths: [file("slides.pdf", ELF), file("notes.bin", good)],
+    });
+    const result = await receiver.ok<{
+      files: { name: string; path?: string; shield: { verdict: string } }[];
+    }>("download_transfer", { transfer_id: transfer.id });
+    const blocked = result.files.find((f) => f.name === "slides.pdf");
+    expect(blocked?.shield.verdict).toBe("blocked");
+    expect(blocked && "path" in blocked).toBe(false);
+    expect(result.files.find((f) => f.name === "notes.bin")?.path).toBe(join(downloads, "notes.bin"));
+    expect(filesUnder(downloads)).toEqual(["notes.bin"]);
+  });
+
+  it("answers a bad transfer id with an isError result of one sentence, and keeps serving", async () => {
+    const result = await receiver.call("download_transfer", { transfer_id: "tr_nosuchtransfer" });
+    expect(result.isError).toBe(true);
+    const text = result.content[0]?.type === "text" ? result.content[0].text : "";
+    expect(text).toContain("NOT_FOUND");
+    expect(text).not.toContain("\n");
+    expect(existsSync(join(downloads, "tr_nosuchtransfer"))).toBe(false);
+
+    const profile = await receiver.ok<{ agent: { agent_id: string } }>("get_profile");
+    expect(profile.agent.agent_id).toBe(slugs.receiver);
+  });
+
+  it("refuses a relative path as an error result", async () => {
+    const result = await sender.call("send_file", { to: slugs.receiver, paths: ["relative.txt"] });
+    expect(result.isError).toBe(true);
+    const text = result.content[0]?.type === "text" ? result.content[0].text : "";
+    expect(text).toContain("absolute");
+  });
+
+  it("sends to an e-mail address as agent-to-human", async () => {
+    const transfer = await sender.ok<{ mode: string; recipient: string }>("send_file", {
+      to: "someone.new@example.com",
+      paths: [file("for-a-person.txt", "hello")],
+    });
+    expect(transfer).toMatchObject({ mode: "agent-to-human", recipient: "someone.new@example.com" });
+  });
+
+  it("lists connections and sendable agents, and reads the startup profile", async () => {
+    const listed = await sender.ok<{ connections: unknown; sendable: unknown }>("list_connections");
+    expect(Object.keys(listed).sort()).toEqual(["connections", "sendable"]);
+    expect(JSON.stringify(listed.sendable)).toContain(slugs.receiver);
+
+    const profile = await sender.ok<{
+      agent: { agent_id: string };
+      broadcasts: { urgent: { title: string }[] };
+    }>("get_profile");
+    expect(profile.agent.agent_id).toBe(slugs.sender);
+    expect(profile.broadcasts.urgent.map((b) => b.title)).toContain(URGENT);
+  });
+
+  it("wrote nothing but protocol messages to stdout", () => {
+    expect(sender.protocolErrors).toEqual([]);
+    expect(receiver.protocolErrors).toEqual([]);
+  });
+});
