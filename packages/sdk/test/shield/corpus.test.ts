@@ -251,7 +251,7 @@ const hostile: Sample[] = [
     verdicts: HIGH,
   },
   {
-    name: "invoice.docm",
+    name: "invoice.docx",
     data: docx([{ name: "word/vbaProject.bin", data: Buffer.alloc(512, 7) }]),
     kinds: ["active_content"],
     verdicts: HIGH,
