@@ -266,7 +266,7 @@ const hostile: Sample[] = [
     verdicts: MEDIUM,
     detail: "declared type",
   },
-  { name: "setup.exe", data: pe(), kinds: ["executable"], verdicts: MEDIUM, detail: "(PE" },
+  { name: "setup.exe", data: pe(), kinds: ["executable"], verdicts: MEDIUM, detail: "(Windows PE)" },
   { name: "daemon", data: elf(), kinds: ["executable"], verdicts: MEDIUM },
   {
     name: "install",
