@@ -69,7 +69,6 @@ async function extractBounded(stream: Readable, path: string): Promise<boolean> 
 }
 
 interface EntrySizes {
-  name: string;
   compressed: number;
   uncompressed: number;
 }
@@ -84,35 +83,36 @@ export class ArchiveInspector {
     private readonly tempPath: string,
   ) {}
 
-  async inspect(path: string, format: ArchiveFormat, depth = 1, label = "The file"): Promise<void> {
-    if (format === "zip") await this.inspectZip(path, depth, label);
-    else await this.inspectGzip(path, depth, label);
+  /** `where` names the archive in detail sentences ("the file", "\"a.zip\" in the file"). */
+  async inspect(path: string, format: ArchiveFormat, depth = 1, where = "the file"): Promise<void> {
+    if (format === "zip") await this.inspectZip(path, depth, where);
+    else await this.inspectGzip(path, depth, where);
   }
 
   private bomb(detail: string): void {
-    this.findings.add("archive_bomb", detail);
+    this.findings.add("archive_bomb", detail.charAt(0).toUpperCase() + detail.slice(1));
   }
 
   private get done(): boolean {
     return this.findings.has("archive_bomb");
   }
 
-  /** True (and reported) when the declared sizes break a limit. */
-  private checkEntry(entry: EntrySizes, label: string): boolean {
+  /** True (and reported) when an entry's declared sizes break the limits; `subject` names the entry. */
+  private checkEntry(entry: EntrySizes, subject: string): boolean {
     const ratio = entry.uncompressed / Math.max(entry.compressed, 1);
     if (entry.uncompressed > limits.archive_entry_uncompressed_bytes && ratio > limits.archive_entry_ratio) {
       this.bomb(
-        `${label} holds ${quote(entry.name)}, declared ${formatBytes(entry.uncompressed)} from ${formatBytes(entry.compressed)} (${Math.round(ratio)}:1, above ${limits.archive_entry_ratio}:1).`,
+        `${subject} declares ${formatBytes(entry.uncompressed)} uncompressed from ${formatBytes(entry.compressed)} (${Math.round(ratio)}:1, above ${limits.archive_entry_ratio}:1).`,
       );
       return true;
     }
     return false;
   }
 
-  private checkTotal(total: number, label: string): boolean {
+  private checkTotal(total: number, where: string): boolean {
     if (total > limits.archive_total_uncompressed_bytes) {
       this.bomb(
-        `${label} declares ${formatBytes(total)} uncompressed, above the ${formatBytes(limits.archive_total_uncompressed_bytes)} limit.`,
+        `${where} declares ${formatBytes(total)} uncompressed in total, above the ${formatBytes(limits.archive_total_uncompressed_bytes)} limit.`,
       );
       return true;
     }
@@ -123,27 +123,25 @@ export class ArchiveInspector {
   private async nested(
     format: ArchiveFormat,
     depth: number,
-    name: string,
-    label: string,
+    innerWhere: string,
     open: () => Promise<Readable>,
   ): Promise<void> {
     const inner = depth + 1;
-    const innerLabel = `${quote(name)} in ${label === "The file" ? "the file" : label}`;
     if (inner > limits.archive_max_depth) {
       this.bomb(
-        `Archives nest ${inner} deep (${innerLabel}), above the limit of ${limits.archive_max_depth}.`,
+        `Archives nest ${inner} deep (${innerWhere}), above the limit of ${limits.archive_max_depth}.`,
       );
       return;
     }
     const path = `${this.tempPath}.shield-${++this.extracted}`;
     try {
-      if (await extractBounded(await open(), path)) await this.inspect(path, format, inner, innerLabel);
+      if (await extractBounded(await open(), path)) await this.inspect(path, format, inner, innerWhere);
     } finally {
       await rm(path, { force: true });
     }
   }
 
-  private async inspectGzip(path: string, depth: number, label: string): Promise<void> {
+  private async inspectGzip(path: string, depth: number, where: string): Promise<void> {
     const { size } = await stat(path);
     if (size < GZIP_TRAILER_BYTES) return;
     const trailer = Buffer.alloc(GZIP_TRAILER_BYTES);
@@ -154,19 +152,15 @@ export class ArchiveInspector {
       await handle.close();
     }
     const declared = trailer.readUInt32LE(0);
-    const name = label === "The file" ? "the gzip stream" : "its content";
-    if (
-      this.checkTotal(declared, label) ||
-      this.checkEntry({ name, compressed: size, uncompressed: declared }, label)
-    ) {
-      return;
-    }
+    const content = `the gzip content of ${where}`;
+    const sizes = { compressed: size, uncompressed: declared };
+    if (this.checkTotal(declared, where) || this.checkEntry(sizes, content)) return;
     const gunzip = () => createReadStream(path).pipe(createGunzip());
     const format = archiveFormatOf(await firstBytes(gunzip(), SNIFF_BYTES));
-    if (format !== null) await this.nested(format, depth, name, label, async () => gunzip());
+    if (format !== null) await this.nested(format, depth, content, async () => gunzip());
   }
 
-  private async inspectZip(path: string, depth: number, label: string): Promise<void> {
+  private async inspectZip(path: string, depth: number, where: string): Promise<void> {
     let zip: yauzl.ZipFile;
     try {
       // Names stay undecoded so that one odd name ("../x", a backslash) cannot stop the walk; sizes are checked
@@ -189,9 +183,10 @@ export class ArchiveInspector {
         if (name === rules.ooxmlMarkerEntry) officeFile = true;
         if (base.toLowerCase() === rules.ooxmlMacroEntry.toLowerCase()) macros = true;
         total += entry.uncompressedSize;
-        const sizes = { name, compressed: entry.compressedSize, uncompressed: entry.uncompressedSize };
-        if (this.checkTotal(total, label) || this.checkEntry(sizes, label)) return;
-        await this.checkNestedEntry(zip, entry, name, depth, label);
+        const sizes = { compressed: entry.compressedSize, uncompressed: entry.uncompressedSize };
+        const entryWhere = `${quote(name)} in ${where}`;
+        if (this.checkTotal(total, where) || this.checkEntry(sizes, `the entry ${entryWhere}`)) return;
+        await this.checkNestedEntry(zip, entry, entryWhere, depth);
         if (this.done) return;
       }
       if (depth === 1 && officeFile && macros) {
@@ -210,15 +205,14 @@ export class ArchiveInspector {
   private async checkNestedEntry(
     zip: yauzl.ZipFile,
     entry: yauzl.Entry,
-    name: string,
+    entryWhere: string,
     depth: number,
-    label: string,
   ): Promise<void> {
     if (entry.isEncrypted() || !entry.canDecodeFileData() || entry.compressedSize === 0) return;
     if (this.opened >= limits.archive_entries_opened) return;
     this.opened++;
     const open = () => zip.openReadStreamPromise(entry);
     const format = archiveFormatOf(await firstBytes(await open(), SNIFF_BYTES));
-    if (format !== null) await this.nested(format, depth, name, label, open);
+    if (format !== null) await this.nested(format, depth, entryWhere, open);
   }
 }

@@ -33,14 +33,13 @@ export function quote(text: string): string {
   return JSON.stringify(flat.length > 80 ? `${flat.slice(0, 79)}…` : flat);
 }
 
+/** A size for a sentence: in the largest unit that states it exactly, else to one decimal. */
 export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} bytes`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let value = n / 1024;
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
   let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
+  while (unit < units.length - 1 && n >= 1024 ** (unit + 1)) unit++;
+  for (let exact = unit; exact >= 0 && n / 1024 ** exact < 10_000; exact--) {
+    if (Number.isInteger(n / 1024 ** exact)) return `${n / 1024 ** exact} ${units[exact]}`;
   }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
+  return `${(n / 1024 ** unit).toFixed(1)} ${units[unit]}`;
 }

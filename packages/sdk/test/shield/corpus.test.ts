@@ -251,7 +251,7 @@ const hostile: Sample[] = [
     verdicts: HIGH,
   },
   {
-    name: "invoice.docm",
+    name: "invoice.docx",
     data: docx([{ name: "word/vbaProject.bin", data: Buffer.alloc(512, 7) }]),
     kinds: ["active_content"],
     verdicts: HIGH,
@@ -266,7 +266,7 @@ const hostile: Sample[] = [
     verdicts: MEDIUM,
     detail: "declared type",
   },
-  { name: "setup.exe", data: pe(), kinds: ["executable"], verdicts: MEDIUM, detail: "(PE" },
+  { name: "setup.exe", data: pe(), kinds: ["executable"], verdicts: MEDIUM, detail: "(Windows PE)" },
   { name: "daemon", data: elf(), kinds: ["executable"], verdicts: MEDIUM },
   {
     name: "install",
