@@ -6,7 +6,7 @@ import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
 import { sendError, sendNotFound } from "./errors.js";
 import { Idempotency } from "./idempotency.js";
-import { registerNulGuard } from "./nul-guard.js";
+import { registerJsonGuard } from "./json-guard.js";
 import { registerRateLimits } from "./rate-limit.js";
 import type { RouteContext } from "./route-context.js";
 import { adminRoutes } from "./routes/admin.js";
@@ -69,7 +69,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
 
   registerAuthentication(app, service.db, service.config.adminToken);
   registerRateLimits(app, service.rateLimits, service.clock);
-  registerNulGuard(app);
+  registerJsonGuard(app);
   const idempotency = new Idempotency(service.db, service.clock);
   idempotency.register(app);
 

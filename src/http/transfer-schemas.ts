@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { TRANSFER_MODES } from "../../domain/transfer.js";
+import { jsonProblem } from "./json-guard.js";
 import { longTextSchema, metadataSchema, timestamp } from "./schemas.js";
 
 /** Spec 4.9 / section 8: the allowed lifetimes, capped by the plan's retention (decisions 3.13). */
@@ -49,6 +50,10 @@ export const transferFormSchema = z.object({
         ctx.addIssue({ code: "custom", message: "must be a JSON object" });
         return z.NEVER;
       }
+    })
+    .superRefine((value, ctx) => {
+      const problem = jsonProblem(value);
+      if (problem) ctx.addIssue({ code: "custom", message: problem.message, fatal: true });
     })
     .pipe(metadataSchema)
     .optional(),
