@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { expectError } from "./helpers.js";
-import { A2A, bytes, newParties, postTransfer } from "./transfer-helpers.js";
+import {
+  A2A,
+  bytes,
+  downloadOk,
+  fetchLink,
+  newParties,
+  postTransfer,
+  sendTransfer,
+} from "./transfer-helpers.js";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -102,5 +110,23 @@ describe("bad input is the client's error, never 5xx (finding 2)", () => {
       body: { agent_id: "emoji", name: "\ud83d\ude00" },
     });
     expect(fine.statusCode, fine.body).toBe(201);
+  });
+});
+
+describe("signed URL tokens parse strictly (finding 8)", () => {
+  it("<payload>.<mac> with anything after it → 403", async () => {
+    const { apiKey } = await newParties(t);
+    const sent = await sendTransfer(t, apiKey, [{ name: "s.bin", data: bytes(10) }], { max_downloads: "5" });
+    const link = (await downloadOk(t, apiKey, sent.id)).files[0]?.download_url as string;
+    expect((await fetchLink(t, link)).statusCode).toBe(200);
+    for (const bad of [
+      `${link}.garbage`,
+      `${link}.`,
+      `${link}=`,
+      `${link}%20`,
+      `${link.replace("/v1/files/", "/v1/files/.")}`,
+    ]) {
+      expectError(await fetchLink(t, bad), 403, "FORBIDDEN");
+    }
   });
 });
