@@ -24,6 +24,14 @@ const formInteger = z
   .regex(/^-?\d+$/, "must be a whole number")
   .transform((value) => Number(value));
 const partySchema = z.string().min(1).max(320);
+
+/**
+ * A file's content type goes back out as the Content-Type header of its download: `type/subtype`
+ * with optional parameters, printable ASCII only, so no CR, LF or control character can reach a header.
+ */
+const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;[\x20-\x7e]*)?$/;
+const MEDIA_TYPE_RULE = "must be a media type (type/subtype[; parameters]) in printable ASCII";
+export const isMediaType = (text: string) => text.length <= 255 && MEDIA_TYPE.test(text);
 const encryptionFields = {
   encrypted_key: z.string().max(4096).optional(),
   encryption_algorithm: z.literal("AES-256-GCM").optional(),
@@ -70,7 +78,7 @@ export const presignedBodySchema = z.object({
       z.object({
         name: z.string(),
         size: z.number().int().min(0),
-        content_type: z.string().min(1).max(255).default("application/octet-stream"),
+        content_type: z.string().refine(isMediaType, MEDIA_TYPE_RULE).default("application/octet-stream"),
         encryption_iv: z.string().max(256).optional(),
       }),
     )

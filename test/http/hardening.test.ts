@@ -7,7 +7,9 @@ import {
   downloadOk,
   fetchLink,
   newParties,
+  postPresigned,
   postTransfer,
+  presignedActive,
   sendTransfer,
 } from "./transfer-helpers.js";
 
@@ -110,6 +112,65 @@ describe("bad input is the client's error, never 5xx (finding 2)", () => {
       body: { agent_id: "emoji", name: "\ud83d\ude00" },
     });
     expect(fine.statusCode, fine.body).toBe(201);
+  });
+});
+
+describe("presigned content types are header-safe (finding 7)", () => {
+  it("CR, LF or control characters in content_type → 400 at the presigned call", async () => {
+    const { apiKey } = await newParties(t);
+    for (const contentType of ["text/plain\r\nx-evil: 1", "text/plain\n", "a\u0007b", "tëxt/plain"]) {
+      const res = await postPresigned(t, apiKey, {
+        mode: "agent-to-agent",
+        sender: "alice",
+        recipient: "bob",
+        files: [{ name: "f.txt", size: 1, content_type: contentType }],
+      });
+      expectError(res, 400, "VALIDATION_ERROR");
+    }
+  });
+
+  it("an ordinary content type with parameters still works end to end", async () => {
+    const { apiKey } = await newParties(t);
+    const data = Buffer.from("hi");
+    const { transfer } = await presignedActive(t, apiKey, [
+      { name: "f.txt", data, content_type: "text/plain; charset=utf-8" },
+    ]);
+    const link = (await downloadOk(t, apiKey, transfer.id)).files[0]?.download_url as string;
+    const res = await fetchLink(t, link);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toBe("text/plain; charset=utf-8");
+  });
+
+  it("a multipart part with a control character in its content type downloads as application/octet-stream", async () => {
+    const { apiKey } = await newParties(t);
+    const boundary = "----ct";
+    const payload = Buffer.from(
+      [
+        ...["sender=alice", "recipient=bob", "mode=agent-to-agent"].map((field) => {
+          const [name, value] = field.split("=");
+          return `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+        }),
+        `--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="x.bin"\r\n`,
+        "Content-Type: text/pl\u0001ain\r\n\r\nabc\r\n",
+        `--${boundary}--\r\n`,
+      ].join(""),
+      "latin1",
+    );
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/transfers",
+      payload,
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const link = (await downloadOk(t, apiKey, res.json().id)).files[0]?.download_url as string;
+    const got = await fetchLink(t, link);
+    expect(got.statusCode).toBe(200);
+    expect(got.headers["content-type"]).toBe("application/octet-stream");
+    expect(got.body).toBe("abc");
   });
 });
 

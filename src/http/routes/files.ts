@@ -9,6 +9,7 @@ import { findTransfer } from "../../queries/transfers.js";
 import { HttpError, notFound } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { errors } from "../schemas.js";
+import { isMediaType } from "../transfer-schemas.js";
 import { fileTooLarge } from "../transfer-upload.js";
 
 const NONE = { auth: "none" as const };
@@ -123,7 +124,8 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
         }
         reply
           .header("accept-ranges", "bytes")
-          .header("content-type", claims.ct)
+          // Types stored before they were checked (or by S3 clients) must not break the answer.
+          .header("content-type", isMediaType(claims.ct) ? claims.ct : "application/octet-stream")
           .header("content-disposition", attachment(claims.fn));
         if (range) {
           reply
