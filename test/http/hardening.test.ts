@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { expectError } from "./helpers.js";
+import { advanceClock, expectError } from "./helpers.js";
 import {
   A2A,
+  blobFiles,
   bytes,
   downloadOk,
   fetchLink,
@@ -11,6 +12,7 @@ import {
   postTransfer,
   presignedActive,
   sendTransfer,
+  withoutHousekeeper,
 } from "./transfer-helpers.js";
 
 let t: TestApp;
@@ -19,15 +21,66 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-/** Runs `body` with the housekeeper stopped: what is checked is the answer before any clean-up. */
-async function _withoutHousekeeper(body: () => Promise<void>) {
-  await t.service.housekeeper.stop();
-  try {
-    await body();
-  } finally {
-    t.service.housekeeper.start();
-  }
-}
+describe("signed download links end with their transfer (finding 1)", () => {
+  it("a link fetched before DELETE answers 410 right after it, before any clean-up", async () => {
+    const { apiKey } = await newParties(t);
+    const data = bytes(4096);
+    const sent = await sendTransfer(t, apiKey, [{ name: "d.bin", data }], { max_downloads: "5" });
+    const link = (await downloadOk(t, apiKey, sent.id)).files[0]?.download_url as string;
+    expect((await fetchLink(t, link)).rawPayload.equals(data)).toBe(true);
+    await withoutHousekeeper(t, async () => {
+      const deleted = await t.call("DELETE", `/v1/transfers/${sent.id}`, { key: apiKey });
+      expect(deleted.statusCode, deleted.body).toBe(200);
+      const res = await fetchLink(t, link);
+      expectError(res, 410, "GONE");
+      expect(res.rawPayload.includes(data.subarray(0, 64))).toBe(false);
+      expect(blobFiles(t, sent.id), "the data is still on disk: only the link check stopped it").toHaveLength(
+        1,
+      );
+    });
+  });
+
+  it("a link stops at the transfer's expiry, before any clean-up", async () => {
+    const { apiKey } = await newParties(t);
+    const sent = await sendTransfer(t, apiKey, [{ name: "e.bin", data: bytes(100) }], { expires_in: "1h" });
+    await advanceClock(t, 59 * 60);
+    const link = (await downloadOk(t, apiKey, sent.id)).files[0]?.download_url as string;
+    expect((await fetchLink(t, link)).statusCode).toBe(200);
+    await withoutHousekeeper(t, async () => {
+      await advanceClock(t, 61);
+      expectError(await fetchLink(t, link), 410, "GONE");
+    });
+  });
+
+  it("downloaded out: the links of every download, the last included, serve until they expire", async () => {
+    const { apiKey } = await newParties(t);
+    const data = bytes(500);
+    const sent = await sendTransfer(t, apiKey, [{ name: "o.bin", data }], { max_downloads: "2" });
+    const first = (await downloadOk(t, apiKey, sent.id)).files[0]?.download_url as string;
+    const last = (await downloadOk(t, apiKey, sent.id)).files[0]?.download_url as string;
+    await withoutHousekeeper(t, async () => {
+      expect((await fetchLink(t, last)).rawPayload.equals(data)).toBe(true);
+      expect((await fetchLink(t, first)).rawPayload.equals(data)).toBe(true);
+      await advanceClock(t, 15 * 60 + 1);
+      expect((await fetchLink(t, last)).statusCode).toBe(403);
+    });
+  });
+
+  it("a download racing the purge never answers 5xx", async () => {
+    const { apiKey } = await newParties(t);
+    const sent = await sendTransfer(t, apiKey, [{ name: "r.bin", data: bytes(256 * 1024) }], {
+      max_downloads: "5",
+    });
+    const link = (await downloadOk(t, apiKey, sent.id)).files[0]?.download_url as string;
+    const deleting = t.call("DELETE", `/v1/transfers/${sent.id}`, { key: apiKey });
+    const fetches = Array.from({ length: 30 }, () => fetchLink(t, link));
+    await deleting;
+    await t.service.housekeeper.sweep();
+    const statuses = (await Promise.all([...fetches, fetchLink(t, link)])).map((res) => res.statusCode);
+    expect(statuses.filter((status) => status >= 500)).toEqual([]);
+    expect(statuses.at(-1)).toBe(410);
+  });
+});
 
 describe("bad input is the client's error, never 5xx (finding 2)", () => {
   it("bad percent-encoding in a path → 400", async () => {
