@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
+import { answerClientError } from "./client-errors.js";
 import { sendError, sendNotFound } from "./errors.js";
 import { Idempotency } from "./idempotency.js";
 import { registerJsonGuard } from "./json-guard.js";
@@ -32,6 +33,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   const app = Fastify({
     logger: options.logger ? { level: "info" } : false,
     bodyLimit: JSON_BODY_LIMIT,
+    // Node's own refusals (malformed HTTP, 431, a slow head) answer in the one error body too.
+    clientErrorHandler: answerClientError,
     // Clients send ids and slugs, never our internals: keep the router strict and case-sensitive.
     // Signed upload and download links carry their capability in the path: allow for it.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },

@@ -81,7 +81,7 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; message?:
 };
 
 /** The code of a status that the HTTP layer itself answers (Node's parser, the router, a timeout). */
-export const PROTOCOL_CODES: Record<number, string> = {
+const PROTOCOL_CODES: Record<number, string> = {
   400: "BAD_REQUEST",
   408: "REQUEST_TIMEOUT",
   413: "PAYLOAD_TOO_LARGE",
@@ -113,6 +113,10 @@ function body(
     error: { code, message, status, ...(details ? { details } : {}), ...(candidates ? { candidates } : {}) },
   };
 }
+
+/** The body of an answer the HTTP layer gives on its own (Node's parser, a timeout), by status. */
+export const protocolErrorBody = (status: number, message: string): ErrorBody =>
+  body(status, PROTOCOL_CODES[status] ?? "BAD_REQUEST", message);
 
 function toBody(error: unknown): ErrorBody {
   if (error instanceof HttpError) {
@@ -150,7 +154,7 @@ function toBody(error: unknown): ErrorBody {
   // Any other client error the framework raises keeps its 4xx status, in our shape.
   const status = fastifyError.statusCode ?? 500;
   if (fastifyError.code?.startsWith("FST_") && status >= 400 && status < 500) {
-    return body(status, PROTOCOL_CODES[status] ?? "BAD_REQUEST", fastifyError.message ?? "bad request");
+    return protocolErrorBody(status, fastifyError.message ?? "bad request");
   }
   return body(500, "INTERNAL_ERROR", "an unexpected error occurred");
 }
