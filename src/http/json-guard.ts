@@ -1,11 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { validationError } from "./errors.js";
-
-/**
- * How deep a JSON body may nest. Every document of the API is a few levels deep (metadata is a
- * flat-ish object); far deeper input only exists to exhaust a recursive walk somewhere.
- */
-export const MAX_JSON_DEPTH = 64;
+import { MAX_JSON_DEPTH } from "./limits.js";
 
 /** A lone UTF-16 surrogate: JSON escapes can make one, PostgreSQL text and jsonb cannot hold it. */
 const LONE_SURROGATE = /\p{Cs}/u;
