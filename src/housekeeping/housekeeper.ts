@@ -4,15 +4,17 @@ import type { BlobStore } from "../blobs/port.js";
 import type { CommandDeps } from "../commands/deps.js";
 import { changeTransfer } from "../commands/transfers.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
+import { pruneIdempotencyRecords } from "../http/idempotency.js";
 import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
 
 const SWEEP_INTERVAL_MS = 1000;
 const BATCH = 100;
+const PRUNE_INTERVAL_MS = 60_000;
 const SYSTEM = { accountId: null, keyId: null };
 
 /**
  * Moves transfers to `expired` at `expires_at` and deletes file data that is due to go (expired,
- * deleted, or downloaded out with auto_delete). It works from the read models, which the log keeps
+ * deleted, or downloaded out with auto_delete), and Idempotency-Key records past their 24 hours. It works from the read models, which the log keeps
  * durable, so a restart loses no pending expiry; the deciders make a repeat of either step a no-op,
  * so several instances may sweep at once.
  */
@@ -20,6 +22,7 @@ export class Housekeeper {
   private readonly wakeUp = new AppendSignal();
   private running = false;
   private loop: Promise<void> | null = null;
+  private prunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly db: Knex,
@@ -55,7 +58,16 @@ export class Housekeeper {
       await this.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
       await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM);
     }
+    await this.pruneIdempotencyRecords();
     return { expired: expiring.length, purged: purging.length };
+  }
+
+  /** At most once per PRUNE_INTERVAL_MS: the records are many and nothing waits on them. */
+  private async pruneIdempotencyRecords(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now.getTime() - this.prunedAt < PRUNE_INTERVAL_MS) return;
+    this.prunedAt = now.getTime();
+    await pruneIdempotencyRecords(this.db, now);
   }
 
   private async run(): Promise<void> {

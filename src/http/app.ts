@@ -79,7 +79,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   registerRateLimits(app, service.rateLimits, service.clock);
   registerJsonGuard(app);
   registerSlowBodyGuard(app, timeLimits);
-  const idempotency = new Idempotency(service.db, service.clock);
+  const idempotency = new Idempotency(service.db, service.clock, service.deps.serverKey);
   idempotency.register(app);
 
   const context: RouteContext = {
