@@ -6,15 +6,19 @@ import { changeTransfer } from "../commands/transfers.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
 import { pruneIdempotencyRecords } from "../http/idempotency.js";
 import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
+import { type LeftoversSwept, sweepLeftovers } from "./leftovers.js";
 
 const SWEEP_INTERVAL_MS = 1000;
 const BATCH = 100;
 const PRUNE_INTERVAL_MS = 60_000;
+/** Crash leftovers are looked for at start-up, then this often (real time: file times are real). */
+const LEFTOVER_INTERVAL_MS = 60_000;
 const SYSTEM = { accountId: null, keyId: null };
 
 /**
  * Moves transfers to `expired` at `expires_at` and deletes file data that is due to go (expired,
- * deleted, or downloaded out with auto_delete), and Idempotency-Key records past their 24 hours. It works from the read models, which the log keeps
+ * deleted, or downloaded out with auto_delete), Idempotency-Key records past their 24 hours, and
+ * what a crash left in the blob store (at start-up, then every minute). It works from the read models, which the log keeps
  * durable, so a restart loses no pending expiry; the deciders make a repeat of either step a no-op,
  * so several instances may sweep at once.
  */
@@ -23,6 +27,8 @@ export class Housekeeper {
   private running = false;
   private loop: Promise<void> | null = null;
   private prunedAt = Number.NEGATIVE_INFINITY;
+  private readonly startedAtMs = Date.now();
+  private leftoversAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly db: Knex,
@@ -70,9 +76,16 @@ export class Housekeeper {
     await pruneIdempotencyRecords(this.db, now);
   }
 
+  /** Removes what a crash left in the blob store (src/housekeeping/leftovers.ts). */
+  sweepLeftovers(): Promise<LeftoversSwept> {
+    this.leftoversAt = Date.now();
+    return sweepLeftovers(this.deps.store, this.blobs, this.startedAtMs, this.leftoversAt);
+  }
+
   private async run(): Promise<void> {
     while (this.running) {
       try {
+        if (Date.now() - this.leftoversAt >= LEFTOVER_INTERVAL_MS) await this.sweepLeftovers();
         const { expired, purged } = await this.sweep();
         // A full batch means more is waiting: go again at once.
         if (expired === BATCH || purged === BATCH) continue;
