@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
-import { answerClientError } from "./client-errors.js";
+import { answerClientError, registerProtocolAnswers } from "./client-errors.js";
 import { sendError, sendNotFound } from "./errors.js";
 import { Idempotency } from "./idempotency.js";
 import { registerJsonGuard } from "./json-guard.js";
@@ -51,6 +51,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   // JSON endpoints take JSON only: anything else is 415, not a string body that fails validation later.
   app.removeContentTypeParser("text/plain");
   app.setErrorHandler(sendError);
+  registerProtocolAnswers(app);
   app.setNotFoundHandler(sendNotFound);
 
   app.addHook("onRoute", (route) => {

@@ -1,6 +1,7 @@
-import { STATUS_CODES } from "node:http";
+import { type ServerResponse, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import { protocolErrorBody } from "./errors.js";
+import type { FastifyInstance } from "fastify";
+import { HttpError, protocolErrorBody } from "./errors.js";
 
 /** What Node's HTTP parser refused, as a status and a message for the client. */
 function answerFor(code: string | undefined): { status: number; message: string } {
@@ -39,4 +40,29 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
     );
   }
   socket.destroySoon();
+}
+
+function answer(response: ServerResponse, status: number, message: string): void {
+  const body = JSON.stringify(protocolErrorBody(status, message));
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+  });
+  response.end(body);
+}
+
+/**
+ * The answers Node would otherwise give on its own with an empty body: an `Expect` other than
+ * 100-continue (417), and an HTTP/1.1 request without Host (400; Node's own check is turned off
+ * in limits.ts so that this one answers instead).
+ */
+export function registerProtocolAnswers(app: FastifyInstance): void {
+  app.server.on("checkExpectation", (_request, response: ServerResponse) =>
+    answer(response, 417, "only Expect: 100-continue is supported"),
+  );
+  app.addHook("onRequest", async (request) => {
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+      throw new HttpError(400, "BAD_REQUEST", "an HTTP/1.1 request needs a Host header");
+    }
+  });
 }

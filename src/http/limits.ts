@@ -51,6 +51,8 @@ export function serverTimeouts(limits: TimeLimits) {
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     http: {
       maxHeaderSize: MAX_HEADER_BYTES,
+      // Node would answer a missing Host with an empty 400: client-errors.ts answers it instead.
+      requireHostHeader: false,
       headersTimeout: limits.headersTimeoutMs,
       // How often Node looks for heads that are late: a fraction of the limit, so it holds closely.
       connectionsCheckingInterval: Math.max(100, Math.floor(limits.headersTimeoutMs / 4)),

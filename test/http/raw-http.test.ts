@@ -70,6 +70,15 @@ describe("Node's own refusals answer in the one error body (finding 3)", () => {
     expect(exchange.closedByServer).toBe(true);
   });
 
+  it("an HTTP/1.1 request without Host → 400", async () => {
+    expectErrorAnswer(await rawExchange(port, { steps: ["GET /healthz HTTP/1.1\r\n\r\n"] }), 400);
+  });
+
+  it("an Expect other than 100-continue → 417", async () => {
+    const request = head(["GET /healthz HTTP/1.1", "Host: x", "Expect: something-else"]);
+    expectErrorAnswer(await rawExchange(port, { steps: [request] }), 417);
+  });
+
   it("headers over the limit → 431", async () => {
     const request = head(["GET /healthz HTTP/1.1", "Host: x", `X-Big: ${"a".repeat(20_000)}`]);
     expectErrorAnswer(await rawExchange(port, { steps: [request] }), 431);
