@@ -28,14 +28,13 @@ function random(seed: number): () => number {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// biome-ignore lint/suspicious/noExplicitAny: JSON answers of the API, checked by the tests that use them
-async function call(
+async function call<Answer>(
   baseUrl: string,
   method: string,
   path: string,
   key: string,
   body?: unknown,
-): Promise<any> {
+): Promise<Answer> {
   const response = await fetch(`${baseUrl}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
@@ -43,7 +42,7 @@ async function call(
   });
   if (response.status >= 300)
     throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return response.json();
+  return (await response.json()) as Answer;
 }
 
 /**
@@ -113,24 +112,24 @@ interface Listed {
   file_count: number;
 }
 
+/** The account's transfers as the log (through its read model) has them. */
+async function transfersInLog(baseUrl: string, apiKey: string): Promise<Listed[]> {
+  return (await call<{ transfers: Listed[] }>(baseUrl, "GET", "/v1/transfers?limit=100", apiKey)).transfers;
+}
+
 /**
  * Storage equals what the log says: no temporary files, no directory without its transfer, and
  * every active transfer's files all there. Returns what differs (empty when equal).
  */
-async function transfersInLog(baseUrl: string, apiKey: string): Promise<Listed[]> {
-  return ((await call(baseUrl, "GET", "/v1/transfers?limit=100", apiKey)) as { transfers: Listed[] })
-    .transfers;
-}
-
 async function differences(baseUrl: string, apiKey: string, dataDir: string): Promise<string[]> {
-  const listed = { transfers: await transfersInLog(baseUrl, apiKey) };
-  const ids = new Set(listed.transfers.map((transfer) => transfer.id));
+  const transfers = await transfersInLog(baseUrl, apiKey);
+  const ids = new Set(transfers.map((transfer) => transfer.id));
   const { parts, transferDirs } = disk(dataDir);
   const problems = [
     ...parts.map((part) => `temporary file ${part}`),
     ...transferDirs.filter((dir) => !ids.has(dir)).map((dir) => `blobs without a transfer: ${dir}`),
   ];
-  for (const transfer of listed.transfers.filter((one) => one.status === "active")) {
+  for (const transfer of transfers.filter((one) => one.status === "active")) {
     const dir = join(dataDir, "blobs", "transfers", transfer.id);
     const stored = existsSync(dir) ? readdirSync(dir).length : 0;
     if (stored !== transfer.file_count)
@@ -163,10 +162,16 @@ describe("crash leftovers (kill -9 during large multi-file uploads)", () => {
       const server = await ServerProcess.start(env);
       try {
         if (round === 0) {
-          const created = await call(server.baseUrl, "POST", "/v1/admin/accounts", ADMIN_TOKEN, {
-            email: `crash-${randomBytes(4).toString("hex")}@example.com`,
-            plan: "scale",
-          });
+          const created = await call<{ api_key: { api_key: string } }>(
+            server.baseUrl,
+            "POST",
+            "/v1/admin/accounts",
+            ADMIN_TOKEN,
+            {
+              email: `crash-${randomBytes(4).toString("hex")}@example.com`,
+              plan: "scale",
+            },
+          );
           apiKey = created.api_key.api_key;
           for (const agent of ["alice", "bob"]) {
             await call(server.baseUrl, "POST", "/v1/agents/register", apiKey, {
