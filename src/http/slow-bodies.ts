@@ -35,8 +35,9 @@ function timeOut(request: FastifyRequest, reply: FastifyReply): void {
 export function registerSlowBodyGuard(app: FastifyInstance, limits: TimeLimits): void {
   app.addHook("onRequest", async (request, reply) => {
     const raw = request.raw;
-    if (!carriesBody(raw) || raw.complete) return;
     const socket = raw.socket;
+    // Injected requests (tests) have no connection to watch.
+    if (!carriesBody(raw) || raw.complete || typeof socket?.bytesRead !== "number") return;
     let seen = socket.bytesRead;
     const timer = setInterval(() => {
       if (raw.complete || socket.destroyed || reply.raw.writableEnded) return stop();
@@ -50,6 +51,7 @@ export function registerSlowBodyGuard(app: FastifyInstance, limits: TimeLimits):
     const stop = () => clearInterval(timer);
     raw.once("end", stop);
     raw.once("close", stop);
+    reply.raw.once("finish", stop);
     reply.raw.once("close", stop);
   });
 }
