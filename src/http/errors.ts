@@ -86,6 +86,7 @@ const PROTOCOL_CODES: Record<number, string> = {
   408: "REQUEST_TIMEOUT",
   413: "PAYLOAD_TOO_LARGE",
   414: "URI_TOO_LONG",
+  417: "EXPECTATION_FAILED",
   431: "HEADERS_TOO_LARGE",
 };
 

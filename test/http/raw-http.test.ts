@@ -76,7 +76,9 @@ describe("Node's own refusals answer in the one error body (finding 3)", () => {
 
   it("an Expect other than 100-continue → 417", async () => {
     const request = head(["GET /healthz HTTP/1.1", "Host: x", "Expect: something-else"]);
-    expectErrorAnswer(await rawExchange(port, { steps: [request] }), 417);
+    const exchange = await rawExchange(port, { steps: [request] });
+    expectErrorAnswer(exchange, 417);
+    expect(JSON.parse(firstResponse(exchange.received)?.body ?? "{}").error.code).toBe("EXPECTATION_FAILED");
   });
 
   it("headers over the limit → 431", async () => {
