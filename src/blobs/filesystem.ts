@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { access, mkdir, open, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import { access, mkdir, open, readdir, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -11,7 +11,9 @@ import {
   BlobTooLargeError,
   type ByteRange,
   type DownloadUrlOptions,
+  type LeftoverScan,
   type PresignedRequest,
+  type StoredGroup,
   type UploadUrlOptions,
 } from "./port.js";
 
@@ -49,15 +51,21 @@ export function checkRange(range: ByteRange): void {
 
 /** Directory under the root, beside the blobs, where puts are written before they are renamed into place. */
 const TEMP_DIR = ".tmp";
+const PART = ".part";
 
 /**
  * Blobs as files under `rootDir` (the embedded default: `DATA_DIR/blobs`). A put is written to a
  * temporary file in the same tree and renamed into place only when complete, so a blob is either
  * all there or absent. Its upload and download URLs are this service's own signed URLs.
+ *
+ * One process owns the directory (PGlite locks DATA_DIR; a local blob directory cannot be shared
+ * by instances anyway), so the puts it is running are exactly the ones this object knows of.
  */
 export class FileSystemBlobStore implements BlobStore {
   private readonly root: string;
   private readonly tempDir: string;
+  /** The puts running now: temporary file → key. Never a crash's leftovers. */
+  private readonly puts = new Map<string, string>();
 
   constructor(
     rootDir: string,
@@ -74,7 +82,8 @@ export class FileSystemBlobStore implements BlobStore {
   ): Promise<{ size: number }> {
     const target = this.pathOf(key);
     await mkdir(this.tempDir, { recursive: true });
-    const temp = join(this.tempDir, `${randomUUID()}.part`);
+    const temp = join(this.tempDir, `${randomUUID()}${PART}`);
+    this.puts.set(temp, key);
     try {
       const counter = new ByteCounter(options.maxBytes);
       // The file exists before any byte flows, so the clean-up below always has it to remove. The
@@ -87,6 +96,8 @@ export class FileSystemBlobStore implements BlobStore {
       body.destroy();
       await rm(temp, { force: true });
       throw error;
+    } finally {
+      this.puts.delete(temp);
     }
   }
 
@@ -138,6 +149,42 @@ export class FileSystemBlobStore implements BlobStore {
   async downloadUrl(key: string, options: DownloadUrlOptions): Promise<string> {
     this.pathOf(key);
     return this.urls.download(key, options);
+  }
+
+  readonly leftovers: LeftoverScan = {
+    removeAbandonedParts: async () => {
+      const names = await readdir(this.tempDir).catch(() => []);
+      const abandoned = names
+        .filter((name) => name.endsWith(PART))
+        .map((name) => join(this.tempDir, name))
+        .filter((path) => !this.puts.has(path));
+      for (const path of abandoned) await rm(path, { force: true });
+      return abandoned.length;
+    },
+    groups: async (prefix) => {
+      const dir = this.pathOf(prefix);
+      const names = await readdir(dir).catch(() => []);
+      const groups: StoredGroup[] = [];
+      for (const name of names) {
+        const group = await this.group(`${prefix}/${name}`, name);
+        if (group) groups.push(group);
+      }
+      return groups;
+    },
+  };
+
+  /** The blobs directly under `prefix`, or null when it is not a directory (any more). */
+  private async group(prefix: string, name: string): Promise<StoredGroup | null> {
+    const files = await readdir(this.pathOf(prefix), { withFileTypes: true }).catch(() => null);
+    if (!files) return null;
+    const keys = files.filter((file) => file.isFile()).map((file) => `${prefix}/${file.name}`);
+    let newestWriteMs = 0;
+    for (const key of keys) {
+      const info = await stat(this.pathOf(key)).catch(() => null);
+      if (info) newestWriteMs = Math.max(newestWriteMs, info.mtimeMs);
+    }
+    const writing = [...this.puts.values()].some((key) => key.startsWith(`${prefix}/`));
+    return { name, keys, newestWriteMs, writing };
   }
 
   /** Writes and removes a probe file, so a read-only or full disk answers with an error. */

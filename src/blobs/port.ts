@@ -23,6 +23,29 @@ export interface BlobStore {
   downloadUrl(key: string, options: DownloadUrlOptions): Promise<string>;
   /** Answers when the store is reachable. */
   ping(): Promise<void>;
+  /**
+   * What a crash may have left: offered by a store that can list itself (the filesystem store; an
+   * S3 bucket's lifecycle rules abort its incomplete uploads). See src/housekeeping/leftovers.ts.
+   */
+  leftovers?: LeftoverScan;
+}
+
+/** The blobs stored under one key prefix (a transfer's directory). */
+export interface StoredGroup {
+  /** The prefix's last segment: the transfer id. */
+  name: string;
+  keys: string[];
+  /** When the newest blob in it was written (ms since the epoch). */
+  newestWriteMs: number;
+  /** Whether a put of this process is writing under it right now. */
+  writing: boolean;
+}
+
+export interface LeftoverScan {
+  /** Removes the temporary files of puts that no longer run; returns how many. */
+  removeAbandonedParts(): Promise<number>;
+  /** Every group of blobs under `prefix`. */
+  groups(prefix: string): Promise<StoredGroup[]>;
 }
 
 export interface ByteRange {

@@ -4,15 +4,21 @@ import type { BlobStore } from "../blobs/port.js";
 import type { CommandDeps } from "../commands/deps.js";
 import { changeTransfer } from "../commands/transfers/record.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
+import { pruneIdempotencyRecords } from "../http/idempotency.js";
 import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
+import { type LeftoversSwept, sweepLeftovers } from "./leftovers.js";
 
 const SWEEP_INTERVAL_MS = 1000;
 const BATCH = 100;
+const PRUNE_INTERVAL_MS = 60_000;
+/** Crash leftovers are looked for at start-up, then this often (real time: file times are real). */
+const LEFTOVER_INTERVAL_MS = 60_000;
 const SYSTEM = { accountId: null, keyId: null };
 
 /**
  * Moves transfers to `expired` at `expires_at` and deletes file data that is due to go (expired,
- * deleted, or downloaded out with auto_delete). It works from the read models, which the log keeps
+ * deleted, or downloaded out with auto_delete), Idempotency-Key records past their 24 hours, and
+ * what a crash left in the blob store (at start-up, then every minute). It works from the read models, which the log keeps
  * durable, so a restart loses no pending expiry; the deciders make a repeat of either step a no-op,
  * so several instances may sweep at once.
  */
@@ -20,6 +26,9 @@ export class Housekeeper {
   private readonly wakeUp = new AppendSignal();
   private running = false;
   private loop: Promise<void> | null = null;
+  private prunedAt = Number.NEGATIVE_INFINITY;
+  private readonly startedAtMs = Date.now();
+  private leftoversAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly db: Knex,
@@ -55,12 +64,28 @@ export class Housekeeper {
       await this.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
       await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM);
     }
+    await this.pruneIdempotencyRecords();
     return { expired: expiring.length, purged: purging.length };
+  }
+
+  /** At most once per PRUNE_INTERVAL_MS: the records are many and nothing waits on them. */
+  private async pruneIdempotencyRecords(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now.getTime() - this.prunedAt < PRUNE_INTERVAL_MS) return;
+    this.prunedAt = now.getTime();
+    await pruneIdempotencyRecords(this.db, now);
+  }
+
+  /** Removes what a crash left in the blob store (src/housekeeping/leftovers.ts). */
+  sweepLeftovers(): Promise<LeftoversSwept> {
+    this.leftoversAt = Date.now();
+    return sweepLeftovers(this.deps.store, this.blobs, this.startedAtMs, this.leftoversAt);
   }
 
   private async run(): Promise<void> {
     while (this.running) {
       try {
+        if (Date.now() - this.leftoversAt >= LEFTOVER_INTERVAL_MS) await this.sweepLeftovers();
         const { expired, purged } = await this.sweep();
         // A full batch means more is waiting: go again at once.
         if (expired === BATCH || purged === BATCH) continue;

@@ -4,9 +4,11 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
+import { answerClientError, registerProtocolAnswers } from "./client-errors.js";
 import { sendError, sendNotFound } from "./errors.js";
 import { Idempotency } from "./idempotency.js";
-import { registerNulGuard } from "./nul-guard.js";
+import { registerJsonGuard } from "./json-guard.js";
+import { JSON_BODY_LIMIT, MAX_PARAM_LENGTH, serverTimeouts, TIME_LIMITS, type TimeLimits } from "./limits.js";
 import { registerRateLimits } from "./rate-limit.js";
 import type { RouteContext } from "./route-context.js";
 import { adminRoutes } from "./routes/admin.js";
@@ -19,22 +21,28 @@ import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
 import { profileRoutes } from "./routes/profile.js";
 import { transferRoutes } from "./routes/transfers.js";
+import { registerSlowBodyGuard } from "./slow-bodies.js";
 
 /** How long a write waits for its read models before answering anyway. */
 const SETTLE_TIMEOUT_MS = 5000;
-const JSON_BODY_LIMIT = 1024 * 1024;
 
 export interface AppOptions {
   logger?: boolean;
+  /** Shorter time limits for tests; the defaults are TIME_LIMITS. */
+  timeLimits?: TimeLimits;
 }
 
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
+  const timeLimits = options.timeLimits ?? TIME_LIMITS;
   const app = Fastify({
     logger: options.logger ? { level: "info" } : false,
     bodyLimit: JSON_BODY_LIMIT,
+    ...serverTimeouts(timeLimits),
+    // Node's own refusals (malformed HTTP, 431, a slow head) answer in the one error body too.
+    clientErrorHandler: answerClientError,
     // Clients send ids and slugs, never our internals: keep the router strict and case-sensitive.
     // Signed upload and download links carry their capability in the path: allow for it.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Errors the router raises before any route (a malformed URL) get the one error body too.
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
   });
@@ -43,6 +51,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   // JSON endpoints take JSON only: anything else is 415, not a string body that fails validation later.
   app.removeContentTypeParser("text/plain");
   app.setErrorHandler(sendError);
+  registerProtocolAnswers(app);
   app.setNotFoundHandler(sendNotFound);
 
   app.addHook("onRoute", (route) => {
@@ -69,8 +78,9 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
 
   registerAuthentication(app, service.db, service.config.adminToken);
   registerRateLimits(app, service.rateLimits, service.clock);
-  registerNulGuard(app);
-  const idempotency = new Idempotency(service.db, service.clock);
+  registerJsonGuard(app);
+  registerSlowBodyGuard(app, timeLimits);
+  const idempotency = new Idempotency(service.db, service.clock, service.deps.serverKey);
   idempotency.register(app);
 
   const context: RouteContext = {

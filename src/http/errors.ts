@@ -66,13 +66,31 @@ const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> 
   UNAUTHORIZED: { status: 401 },
 };
 
-/** Framework errors that are the client's doing, by fastify error code. */
-const FRAMEWORK_ERRORS: Record<string, { status: number; code: string }> = {
+/** Framework errors that are the client's doing, by fastify error code; `path` names the culprit. */
+const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; message?: string; path?: string }> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: "UNSUPPORTED_MEDIA_TYPE" },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: "VALIDATION_ERROR" },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "VALIDATION_ERROR" },
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: "PAYLOAD_TOO_LARGE" },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "VALIDATION_ERROR" },
+  // The router's: the URL itself is bad. Their messages repeat the whole URL, so ours are short.
+  FST_ERR_BAD_URL: {
+    status: 400,
+    code: "VALIDATION_ERROR",
+    message: "the URL is not validly percent-encoded",
+    path: "url",
+  },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, code: "URI_TOO_LONG", message: "a path segment is too long" },
+};
+
+/** The code of a status that the HTTP layer itself answers (Node's parser, the router, a timeout). */
+const PROTOCOL_CODES: Record<number, string> = {
+  400: "BAD_REQUEST",
+  408: "REQUEST_TIMEOUT",
+  413: "PAYLOAD_TOO_LARGE",
+  414: "URI_TOO_LONG",
+  417: "EXPECTATION_FAILED",
+  431: "HEADERS_TOO_LARGE",
 };
 
 export const errorBodySchema = z.object({
@@ -99,6 +117,10 @@ function body(
     error: { code, message, status, ...(details ? { details } : {}), ...(candidates ? { candidates } : {}) },
   };
 }
+
+/** The body of an answer the HTTP layer gives on its own (Node's parser, a timeout), by status. */
+export const protocolErrorBody = (status: number, message: string): ErrorBody =>
+  body(status, PROTOCOL_CODES[status] ?? "BAD_REQUEST", message);
 
 function toBody(error: unknown): ErrorBody {
   if (error instanceof HttpError) {
@@ -128,9 +150,16 @@ function toBody(error: unknown): ErrorBody {
   const known = fastifyError.code ? FRAMEWORK_ERRORS[fastifyError.code] : undefined;
   const isBadJson = error instanceof SyntaxError && fastifyError.statusCode === 400;
   if (known || isBadJson) {
-    const { status, code } = known ?? { status: 400, code: "VALIDATION_ERROR" };
-    const message = isBadJson ? "the body is not valid JSON" : (fastifyError.message ?? "bad request");
-    return body(status, code, message, code === "VALIDATION_ERROR" ? [{ path: "body", message }] : undefined);
+    const { status, code, path = "body" } = known ?? { status: 400, code: "VALIDATION_ERROR" };
+    const message = isBadJson
+      ? "the body is not valid JSON"
+      : (known?.message ?? fastifyError.message ?? "bad request");
+    return body(status, code, message, code === "VALIDATION_ERROR" ? [{ path, message }] : undefined);
+  }
+  // Any other client error the framework raises keeps its 4xx status, in our shape.
+  const status = fastifyError.statusCode ?? 500;
+  if (fastifyError.code?.startsWith("FST_") && status >= 400 && status < 500) {
+    return protocolErrorBody(status, fastifyError.message ?? "bad request");
   }
   return body(500, "INTERNAL_ERROR", "an unexpected error occurred");
 }

@@ -1,11 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Knex } from "knex";
 import type { Clock } from "../clock.js";
-import { sha256Hex } from "../security/secrets.js";
+import { seal, sha256Hex, unseal } from "../security/secrets.js";
 import { HttpError, validationError } from "./errors.js";
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 const HEADER = "idempotency-key";
+/**
+ * Stored answers are sealed under the server key: some carry a secret shown once (a new API key,
+ * a connection token), which must not sit in the database in clear (docs/security.md).
+ */
+const SEAL_PURPOSE = "idempotency-replay";
+
+/** Deletes the records past their 24 hours, the answers they hold with them. */
+export async function pruneIdempotencyRecords(db: Knex, now: Date): Promise<number> {
+  return db("idempotency_records")
+    .where("created_at", "<", new Date(now.getTime() - RETENTION_MS))
+    .del();
+}
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -49,6 +61,7 @@ export class Idempotency {
   constructor(
     private readonly db: Knex,
     private readonly clock: Clock,
+    private readonly serverKey: Buffer,
   ) {}
 
   register(app: FastifyInstance): void {
@@ -65,7 +78,9 @@ export class Idempotency {
         await this.db("idempotency_records").where(claim).del();
       } else {
         const body = typeof payload === "string" ? payload : JSON.stringify(payload ?? null);
-        await this.db("idempotency_records").where(claim).update({ status_code: reply.statusCode, body });
+        await this.db("idempotency_records")
+          .where(claim)
+          .update({ status_code: reply.statusCode, body: seal(this.serverKey, SEAL_PURPOSE, body) });
       }
       return payload;
     });
@@ -112,7 +127,12 @@ export class Idempotency {
       .header("idempotent-replayed", "true")
       .type("application/json")
       .serializer((payload: unknown) => payload as string)
-      .send(stored.body);
+      .send(this.opened(stored.body));
     return true;
+  }
+
+  /** A stored answer in clear; one stored before answers were sealed is JSON as it is. */
+  private opened(body: string): string {
+    return body.startsWith("{") ? body : unseal(this.serverKey, SEAL_PURPOSE, body).toString("utf8");
   }
 }

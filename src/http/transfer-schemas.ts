@@ -2,6 +2,7 @@ import { z } from "zod";
 import { TRANSFER_MODES } from "../../domain/transfer.js";
 import type { TransferIntent } from "../commands/transfers/intent.js";
 import { validationError } from "./errors.js";
+import { jsonProblem } from "./json-guard.js";
 import { longTextSchema, metadataSchema, timestamp } from "./schemas.js";
 
 /** Spec 4.9 / section 8: the allowed lifetimes, capped by the plan's retention (decisions 3.13). */
@@ -25,6 +26,14 @@ const formInteger = z
   .regex(/^-?\d+$/, "must be a whole number")
   .transform((value) => Number(value));
 const partySchema = z.string().min(1).max(320);
+
+/**
+ * A file's content type goes back out as the Content-Type header of its download: `type/subtype`
+ * with optional parameters, printable ASCII only, so no CR, LF or control character can reach a header.
+ */
+const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;[\x20-\x7e]*)?$/;
+const MEDIA_TYPE_RULE = "must be a media type (type/subtype[; parameters]) in printable ASCII";
+export const isMediaType = (text: string) => text.length <= 255 && MEDIA_TYPE.test(text);
 const encryptionFields = {
   encrypted_key: z.string().max(4096).optional(),
   encryption_algorithm: z.literal("AES-256-GCM").optional(),
@@ -52,6 +61,10 @@ export const transferFormSchema = z.object({
         return z.NEVER;
       }
     })
+    .superRefine((value, ctx) => {
+      const problem = jsonProblem(value);
+      if (problem) ctx.addIssue({ code: "custom", message: problem.message, fatal: true });
+    })
     .pipe(metadataSchema)
     .optional(),
   ...encryptionFields,
@@ -67,7 +80,7 @@ export const presignedBodySchema = z.object({
       z.object({
         name: z.string(),
         size: z.number().int().min(0),
-        content_type: z.string().min(1).max(255).default("application/octet-stream"),
+        content_type: z.string().refine(isMediaType, MEDIA_TYPE_RULE).default("application/octet-stream"),
         encryption_iv: z.string().max(256).optional(),
       }),
     )

@@ -1,5 +1,8 @@
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
 
+/** Exactly `payload.mac`: base64url without padding, a 32-byte HMAC; nothing before, between or after. */
+const TOKEN = /^([A-Za-z0-9_-]{1,4096})\.([A-Za-z0-9_-]{43})$/;
+
 /**
  * Signed, expiring capabilities carried in a URL (decisions 3.16): `base64url(claims).base64url(mac)`.
  * Whoever holds one may do exactly what its claims say until it expires; no Authorization header.
@@ -18,7 +21,7 @@ export class UrlTokens {
 
   /** The claims, or null when the token is forged, malformed or expired at `now`. */
   verify<Claims extends { exp: number }>(token: string, now: Date): Claims | null {
-    const [payload, mac] = token.split(".");
+    const [, payload, mac] = TOKEN.exec(token) ?? [];
     if (!payload || !mac) return null;
     const expected = Buffer.from(this.mac(payload));
     const given = Buffer.from(mac);

@@ -185,6 +185,21 @@ describe("Idempotency-Key", () => {
     expect((await agentsOf(apiKey)).map((a) => a.agent_id).sort()).toEqual(["day-1", "day-2"]);
   });
 
+  it("records past their 24 hours are deleted by the housekeeping, answers and all", async () => {
+    const { apiKey } = await t.newAccount();
+    const answered = await register(
+      apiKey,
+      { agent_id: "pruned", public_key: randomPublicKey() },
+      "prune-me",
+    );
+    expect(answered.statusCode).toBe(201);
+    const stored = () => t.service.db("idempotency_records").where({ key: "prune-me" });
+    expect(await stored()).toHaveLength(1);
+    await advanceClock(t, 24 * 3600 + 1);
+    await t.service.housekeeper.sweep();
+    expect(await stored()).toHaveLength(0);
+  });
+
   it("an empty or over-long Idempotency-Key → 400 VALIDATION_ERROR", async () => {
     const { apiKey } = await t.newAccount();
     const body = { agent_id: "k", public_key: randomPublicKey() };

@@ -384,3 +384,13 @@ export async function listTransfers(
   expect(res.statusCode, res.body).toBe(200);
   return res.json();
 }
+
+/** Runs `body` with the housekeeper stopped, so what is checked is the answer before any clean-up. */
+export async function withoutHousekeeper(t: TestApp, body: () => Promise<void>): Promise<void> {
+  await t.service.housekeeper.stop();
+  try {
+    await body();
+  } finally {
+    t.service.housekeeper.start();
+  }
+}

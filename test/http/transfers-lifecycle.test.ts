@@ -22,6 +22,7 @@ import {
   sendTransfer,
   type TransferBody,
   waitUntil,
+  withoutHousekeeper,
 } from "./transfer-helpers.js";
 
 let t: TestApp;
@@ -261,7 +262,7 @@ describe("expiry (test clock)", () => {
 
     await waitUntil(() => blobFiles(t, sent.id).length === 0, "the expired transfer's data is deleted");
     const gone = await fetchLink(t, link);
-    expectError(gone, 404, "NOT_FOUND");
+    expectError(gone, 410, "GONE");
     expect(gone.rawPayload.includes(data.subarray(0, 64))).toBe(false);
     // The history stays: the transfer still reads as expired.
     expect((await getTransfer(t, apiKey, sent.id)).json()).toMatchObject({ status: "expired", downloads: 1 });
@@ -341,23 +342,13 @@ describe("expiry (test clock)", () => {
 });
 
 describe("before the clean-up job has run (housekeeper paused)", () => {
-  /** Runs `body` with the housekeeper stopped, so what is checked is the answer before any sweep. */
-  async function withoutHousekeeper(body: () => Promise<void>) {
-    await t.service.housekeeper.stop();
-    try {
-      await body();
-    } finally {
-      t.service.housekeeper.start();
-    }
-  }
-
   it("a transfer past expires_at reads, lists and downloads as expired at once (decisions 3.13)", async () => {
     const { apiKey } = await newParties(t);
     const active = await sendTransfer(t, apiKey, [file()], { expires_in: "1h" });
     const downloaded = await sendTransfer(t, apiKey, [file()], { expires_in: "1h", max_downloads: "1" });
     await downloadOk(t, apiKey, downloaded.id);
     const pending = await presignedOk(t, apiKey, [{ name: "p", size: 1 }], { expires_in: "1h" });
-    await withoutHousekeeper(async () => {
+    await withoutHousekeeper(t, async () => {
       await advanceClock(t, 3601);
       for (const id of [active.id, downloaded.id, pending.id]) {
         expect((await getTransfer(t, apiKey, id)).json().status).toBe("expired");
@@ -383,7 +374,7 @@ describe("before the clean-up job has run (housekeeper paused)", () => {
     }));
     await presignedOk(t, apiKey, files, { expires_in: "1h" });
     expectError(await postTransfer(t, apiKey, [file()]), 413, "FILE_TOO_LARGE");
-    await withoutHousekeeper(async () => {
+    await withoutHousekeeper(t, async () => {
       await advanceClock(t, 3601);
       // Total storage is the sum over non-expired transfers: the expired one holds nothing.
       const res = await postTransfer(t, apiKey, [file()]);
@@ -407,7 +398,7 @@ describe("DELETE /v1/transfers/{id}", () => {
     expect((await listTransfers(t, apiKey)).total).toBe(0);
     expect((await inboxOk(apiKey)).transfers).toEqual([]);
     await waitUntil(() => blobFiles(t, sent.id).length === 0, "the deleted transfer's data is gone");
-    expectError(await fetchLink(t, link), 404, "NOT_FOUND");
+    expectError(await fetchLink(t, link), 410, "GONE");
     expectError(await deleteTransfer(apiKey, sent.id), 404, "NOT_FOUND");
     expectError(await deleteTransfer(apiKey, UNKNOWN_ID), 404, "NOT_FOUND");
   });

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { loadConfig } from "../../src/config.js";
-import { buildApp } from "../../src/http/app.js";
+import { type AppOptions, buildApp } from "../../src/http/app.js";
 import { openService, type Service } from "../../src/service.js";
 import { freshPostgres, postgresServer, tempDir } from "./databases.js";
 
@@ -27,7 +27,7 @@ export const randomPublicKey = () => randomBytes(32).toString("base64");
 
 /** The real service and HTTP app on PGlite (a temp DATA_DIR) or on a fresh PostgreSQL database. */
 export async function startTestApp(
-  options: { database?: "pglite" | "postgres"; env?: Record<string, string> } = {},
+  options: { database?: "pglite" | "postgres"; env?: Record<string, string>; app?: AppOptions } = {},
 ): Promise<TestApp> {
   const dir = tempDir();
   const fresh =
@@ -40,7 +40,7 @@ export async function startTestApp(
     ...options.env,
   });
   const service = await openService(config);
-  const app = await buildApp(service);
+  const app = await buildApp(service, options.app);
 
   const call: TestApp["call"] = (method, url, { key, body, headers } = {}) =>
     app.inject({

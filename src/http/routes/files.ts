@@ -1,18 +1,28 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { statusAt } from "../../../domain/transfer.js";
+import { streams } from "../../../domain/streams.js";
+import { statusAt, type TransferStatus, transferDecider } from "../../../domain/transfer.js";
 import type { LocalBlobUrls } from "../../blobs/local-urls.js";
-import { BlobTooLargeError } from "../../blobs/port.js";
+import { BlobNotFoundError, BlobTooLargeError } from "../../blobs/port.js";
 import { attachment } from "../../blobs/s3.js";
+import { load } from "../../commands/streams.js";
 import { findTransfer } from "../../queries/transfers.js";
-import { fileTooLarge, HttpError, notFound } from "../errors.js";
+import { fileTooLarge, HttpError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { errors } from "../schemas.js";
+import { isMediaType } from "../transfer-schemas.js";
 
 const NONE = { auth: "none" as const };
 const tokenParams = z.object({ token: z.string().max(4096) });
 const gone = () => new HttpError(410, "GONE", "this transfer no longer takes uploads");
+const goneForDownload = () =>
+  new HttpError(410, "GONE", "this file is no longer available: its transfer was deleted, expired or purged");
+const goneWhenMissing = (error: unknown): never => {
+  throw error instanceof BlobNotFoundError ? goneForDownload() : error;
+};
+/** Statuses whose files a download link serves: the last counted download's links included. */
+const DOWNLOADABLE: TransferStatus[] = ["active", "downloaded"];
 const invalidLink = () => new HttpError(403, "FORBIDDEN", "this link is invalid or has expired");
 
 /** `bytes=a-b`, `bytes=a-` or `bytes=-n` against a blob of `size` bytes; null for no (usable) Range. */
@@ -42,7 +52,7 @@ export function parseRange(
  * upload and download links that S3 would otherwise answer. The token is the only credential.
  */
 export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): FastifyPluginAsync {
-  const { db, blobs, clock } = service;
+  const { db, blobs, clock, store } = service;
 
   /** The status a presigned transfer has now, as a reader sees it. */
   async function uploadableStatus(transferId: string) {
@@ -50,6 +60,20 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
     return (
       transfer &&
       statusAt(transfer.status, new Date(transfer.expires_at).toISOString(), clock.now().toISOString())
+    );
+  }
+
+  /**
+   * Whether a transfer's files may be fetched now, read from its stream so that a DELETE or an
+   * expiry stops every link at once, before any clean-up has run (docs/security.md).
+   */
+  async function downloadable(transferId: string): Promise<boolean> {
+    const { state } = await load(store, transferDecider, streams.transfer(transferId));
+    const now = clock.now().toISOString();
+    return (
+      state.status !== "none" &&
+      !state.filesDeleted &&
+      DOWNLOADABLE.includes(statusAt(state.status, state.record.expiresAt, now))
     );
   }
 
@@ -113,26 +137,33 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
       async (request, reply) => {
         const claims = urls.downloadClaims(request.params.token, clock.now());
         if (!claims) throw invalidLink();
+        const [, transferId = ""] = claims.key.split("/");
+        if (!(await downloadable(transferId))) throw goneForDownload();
+        // The purge may remove the file at any moment from here on: missing is gone, never 500.
+        // Once open, the file serves to its end even if it is unlinked meanwhile.
         const stat = await blobs.stat(claims.key);
-        if (!stat) throw notFound("file");
+        if (!stat) throw goneForDownload();
         const range = parseRange(request.headers.range, stat.size);
         if (range === "unsatisfiable") {
           reply.header("content-range", `bytes */${stat.size}`);
           throw new HttpError(416, "RANGE_NOT_SATISFIABLE", `the file has ${stat.size} bytes`);
         }
+        const body =
+          stat.size === 0 ? "" : await blobs.get(claims.key, range ?? undefined).catch(goneWhenMissing);
         reply
           .header("accept-ranges", "bytes")
-          .header("content-type", claims.ct)
+          // Types stored before they were checked (or by S3 clients) must not break the answer.
+          .header("content-type", isMediaType(claims.ct) ? claims.ct : "application/octet-stream")
           .header("content-disposition", attachment(claims.fn));
         if (range) {
           reply
             .status(206)
             .header("content-range", `bytes ${range.start}-${range.end}/${stat.size}`)
             .header("content-length", range.end - range.start + 1);
-          return reply.send(await blobs.get(claims.key, range));
+        } else {
+          reply.header("content-length", stat.size);
         }
-        reply.header("content-length", stat.size);
-        return reply.send(stat.size === 0 ? "" : await blobs.get(claims.key));
+        return reply.send(body);
       },
     );
   };
