@@ -65,11 +65,14 @@ const children = new Set<ServerChild>();
 function killChildren(): void {
   for (const child of children) child.killNow();
 }
+/** Databases created for this run and not yet dropped: an interrupted run drops them too. */
+const databases = new Set<{ drop(): Promise<void> }>();
+
 process.once("exit", killChildren);
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     killChildren();
-    process.exit(130);
+    void Promise.allSettled([...databases].map((database) => database.drop())).then(() => process.exit(130));
   });
 }
 
@@ -193,8 +196,17 @@ export const POSTGRES_SERVER =
   process.env.BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 /** A fresh database on POSTGRES_SERVER for one server of one run; `drop()` removes it. */
-export function benchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  return freshPostgres(POSTGRES_SERVER, "handoff_bench");
+export async function benchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const fresh = await freshPostgres(POSTGRES_SERVER, "handoff_bench");
+  const database = {
+    url: fresh.url,
+    async drop() {
+      databases.delete(database);
+      await fresh.drop();
+    },
+  };
+  databases.add(database);
+  return database;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@ import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance } from "fastify";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { metricsPlugin, projectionLagOf } from "../observability/metrics.js";
+import { echoRequestId, requestLogOptions } from "../observability/request-log.js";
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
 import { sendError, sendNotFound } from "./errors.js";
@@ -30,7 +32,7 @@ export interface AppOptions {
 
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ? { level: "info" } : false,
+    ...requestLogOptions(options.logger ?? false),
     bodyLimit: JSON_BODY_LIMIT,
     // Clients send ids and slugs, never our internals: keep the router strict and case-sensitive.
     // Signed upload and download links carry their capability in the path: allow for it.
@@ -67,6 +69,11 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs", uiConfig: { docExpansion: "list" } });
 
+  echoRequestId(app);
+  await app.register(metricsPlugin, {
+    token: service.config.metricsToken,
+    projectionLag: () => projectionLagOf(service),
+  });
   registerAuthentication(app, service.db, service.config.adminToken);
   registerRateLimits(app, service.rateLimits, service.clock);
   registerNulGuard(app);
