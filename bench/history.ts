@@ -8,8 +8,10 @@
  *
  * Environment: BENCH_HISTORY_TRANSFERS (default 20000: the seeded history), BENCH_SEED_CLIENTS
  * (default 32), BENCH_HISTORY_CREATES (default 300: timed creates per account), BENCH_FILE_BYTES
- * (default 1024), BENCH_NODE_ARGS, BENCH_POSTGRES_URL. Seeding takes as long as the service needs
- * (on the core before issue 7, about 30 transfers/s): the benchmark's own time limit grows with it.
+ * (default 1024), BENCH_NODE_ARGS, BENCH_POSTGRES_URL. Seeding takes as long as the service needs:
+ * the benchmark's own time limit grows with the count. On the core before issue 7 it slows down as
+ * the history grows (every create folds the account's whole usage stream), so 20,000 takes hours
+ * there; try it with a few hundred.
  */
 import { cpus } from "node:os";
 import { join } from "node:path";

@@ -1,7 +1,8 @@
 /**
  * Large transfers: a 1 GiB upload and download through the API on the filesystem blob store,
- * against a plain node:http server streaming the same body to disk and back (bench/baseline-server.ts),
- * both on the same temp directory in the same run; and the service's RSS during 100 MiB and 1 GiB
+ * against a plain node:http server streaming the same body to disk and back with the same 1 MiB
+ * buffers and fsync (bench/baseline-server.ts), both on the same temp directory in the same run;
+ * and the service's RSS during 100 MiB and 1 GiB
  * uploads, as growth over its idle figure (the embedded database alone holds a few hundred MiB).
  *
  *   npm run build && node --import tsx bench/transfer-throughput.ts
@@ -9,8 +10,7 @@
  * Environment: BENCH_RUNS (default 3: best of), BENCH_SIZE_MIB (default 1024), BENCH_SMALL_MIB
  * (default 100), BENCH_NODE_ARGS (extra node flags for the service, e.g. "--cpu-prof
  * --cpu-prof-dir=/tmp/prof"), BENCH_BASELINE_NODE_ARGS (the same for the baseline),
- * BENCH_SERVER_LOG=<file>
- * (servers' stdout to <file>.handoff / <file>.baseline instead of /dev/null).
+ * BENCH_SERVER_LOG=<file> (servers' stdout to <file>.handoff / <file>.baseline instead of /dev/null).
  */
 import { mkdirSync } from "node:fs";
 import { cpus } from "node:os";

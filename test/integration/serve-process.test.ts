@@ -6,6 +6,8 @@ import { ADMIN_TOKEN, randomPublicKey } from "../support/app.js";
 import { tempDir } from "../support/databases.js";
 import { ServerProcess } from "../support/server-process.js";
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The grace period of `handoff serve` (src/cli.ts). */
 const GRACE_MS = 10_000;
 
@@ -111,16 +113,21 @@ describe("handoff serve", () => {
     return server;
   }
 
-  it("on SIGTERM finishes an upload in flight, then exits 0", async () => {
+  /** A server with half an upload in flight, then SIGTERM: the upload, the exit code and when the signal went. */
+  async function sigtermDuringUpload() {
     const server = await start();
     const apiKey = await accountWithAgents(server);
     const upload = slowUpload(server, apiKey, 256 * 1024);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-
+    await sleep(500);
     const exit = exited(server);
     const signalled = Date.now();
     server.child.kill("SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    return { server, upload, exit, signalled };
+  }
+
+  it("on SIGTERM finishes an upload in flight, then exits 0", async () => {
+    const { server, upload, exit, signalled } = await sigtermDuringUpload();
+    await sleep(500);
     expect(server.child.exitCode, "still serving the upload in flight").toBeNull();
     upload.sendRest();
 
@@ -132,14 +139,7 @@ describe("handoff serve", () => {
   }, 120_000);
 
   it("on SIGTERM cuts a stalled request off after the grace period and still exits 0", async () => {
-    const server = await start();
-    const apiKey = await accountWithAgents(server);
-    const upload = slowUpload(server, apiKey, 256 * 1024);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-
-    const exit = exited(server);
-    const signalled = Date.now();
-    server.child.kill("SIGTERM");
+    const { upload, exit, signalled } = await sigtermDuringUpload();
     expect(await exit).toBe(0);
     const took = Date.now() - signalled;
     expect(took).toBeGreaterThanOrEqual(GRACE_MS - 500);
