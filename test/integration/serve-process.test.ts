@@ -10,6 +10,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The grace period of `handoff serve` (src/cli.ts). */
 const GRACE_MS = 10_000;
+/** Start-up (tsx and the embedded database) takes minutes when the whole suite runs on a busy 2-core machine. */
+const START_TIMEOUT_MS = 180_000;
+const TEST_TIMEOUT_MS = START_TIMEOUT_MS + 120_000;
 
 /** The fields of a request log line these tests read. */
 interface LogLine {
@@ -105,7 +108,10 @@ describe("handoff serve", () => {
 
   async function start(): Promise<ServerProcess> {
     const dir = tempDir();
-    const server = await ServerProcess.start({ DATA_DIR: dir.path, ADMIN_TOKEN }, { captureLog: true });
+    const server = await ServerProcess.start(
+      { DATA_DIR: dir.path, ADMIN_TOKEN },
+      { captureLog: true, readyTimeoutMs: START_TIMEOUT_MS },
+    );
     cleanups.push(
       () => server.kill(),
       () => dir.remove(),
@@ -125,53 +131,65 @@ describe("handoff serve", () => {
     return { server, upload, exit, signalled };
   }
 
-  it("on SIGTERM finishes an upload in flight, then exits 0", async () => {
-    const { server, upload, exit, signalled } = await sigtermDuringUpload();
-    await sleep(500);
-    expect(server.child.exitCode, "still serving the upload in flight").toBeNull();
-    upload.sendRest();
+  it(
+    "on SIGTERM finishes an upload in flight, then exits 0",
+    async () => {
+      const { server, upload, exit, signalled } = await sigtermDuringUpload();
+      await sleep(500);
+      expect(server.child.exitCode, "still serving the upload in flight").toBeNull();
+      upload.sendRest();
 
-    const answer = await upload.result;
-    expect("status" in answer && answer.status, JSON.stringify(answer)).toBe(201);
-    expect(await exit).toBe(0);
-    expect(Date.now() - signalled).toBeLessThan(GRACE_MS);
-    expect(server.log).toContain('"msg":"stopped"');
-  }, 120_000);
+      const answer = await upload.result;
+      expect("status" in answer && answer.status, JSON.stringify(answer)).toBe(201);
+      expect(await exit).toBe(0);
+      expect(Date.now() - signalled).toBeLessThan(GRACE_MS);
+      expect(server.log).toContain('"msg":"stopped"');
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("on SIGTERM cuts a stalled request off after the grace period and still exits 0", async () => {
-    const { upload, exit, signalled } = await sigtermDuringUpload();
-    expect(await exit).toBe(0);
-    const took = Date.now() - signalled;
-    expect(took).toBeGreaterThanOrEqual(GRACE_MS - 500);
-    expect(took).toBeLessThan(GRACE_MS + 5000);
-    expect(await upload.result).toHaveProperty("error");
-  }, 120_000);
+  it(
+    "on SIGTERM cuts a stalled request off after the grace period and still exits 0",
+    async () => {
+      const { upload, exit, signalled } = await sigtermDuringUpload();
+      expect(await exit).toBe(0);
+      const took = Date.now() - signalled;
+      expect(took).toBeGreaterThanOrEqual(GRACE_MS - 500);
+      expect(took).toBeLessThan(GRACE_MS + 5000);
+      expect(await upload.result).toHaveProperty("error");
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("logs each request as JSON with its request id, and no credential", async () => {
-    const server = await start();
-    const apiKey = await accountWithAgents(server);
-    const listed = await fetch(`${server.baseUrl}/v1/transfers`, {
-      headers: { authorization: `Bearer ${apiKey}`, "x-request-id": "trace-me-7" },
-    });
-    expect(listed.status).toBe(200);
-    expect(listed.headers.get("x-request-id")).toBe("trace-me-7");
-    const secretLink = `signed-link-token-${randomBytes(8).toString("hex")}`;
-    const file = await fetch(`${server.baseUrl}/v1/files/${secretLink}?token=${secretLink}`);
-    expect(file.status).toBe(403);
-    await server.kill("SIGTERM");
+  it(
+    "logs each request as JSON with its request id, and no credential",
+    async () => {
+      const server = await start();
+      const apiKey = await accountWithAgents(server);
+      const listed = await fetch(`${server.baseUrl}/v1/transfers`, {
+        headers: { authorization: `Bearer ${apiKey}`, "x-request-id": "trace-me-7" },
+      });
+      expect(listed.status).toBe(200);
+      expect(listed.headers.get("x-request-id")).toBe("trace-me-7");
+      const secretLink = `signed-link-token-${randomBytes(8).toString("hex")}`;
+      const file = await fetch(`${server.baseUrl}/v1/files/${secretLink}?token=${secretLink}`);
+      expect(file.status).toBe(403);
+      await server.kill("SIGTERM");
 
-    const lines = server.log
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as LogLine);
-    const traced = lines.filter((line) => line.request_id === "trace-me-7");
-    expect(traced.map((line) => line.msg)).toEqual(["incoming request", "request completed"]);
-    expect(traced[0]?.req).toMatchObject({ method: "GET", url: "/v1/transfers" });
-    expect(traced[1]?.res).toMatchObject({ statusCode: 200 });
-    const fileLines = lines.filter((line) => line.req?.url?.startsWith("/v1/files/"));
-    expect(fileLines[0]?.req?.url).toBe("/v1/files/[redacted]?token=%5Bredacted%5D");
-    expect(server.log).not.toContain(apiKey);
-    expect(server.log).not.toContain(secretLink);
-    expect(server.log).not.toContain(ADMIN_TOKEN);
-  }, 120_000);
+      const lines = server.log
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as LogLine);
+      const traced = lines.filter((line) => line.request_id === "trace-me-7");
+      expect(traced.map((line) => line.msg)).toEqual(["incoming request", "request completed"]);
+      expect(traced[0]?.req).toMatchObject({ method: "GET", url: "/v1/transfers" });
+      expect(traced[1]?.res).toMatchObject({ statusCode: 200 });
+      const fileLines = lines.filter((line) => line.req?.url?.startsWith("/v1/files/"));
+      expect(fileLines[0]?.req?.url).toBe("/v1/files/[redacted]?token=%5Bredacted%5D");
+      expect(server.log).not.toContain(apiKey);
+      expect(server.log).not.toContain(secretLink);
+      expect(server.log).not.toContain(ADMIN_TOKEN);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

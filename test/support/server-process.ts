@@ -34,7 +34,7 @@ export class ServerProcess {
 
   static async start(
     env: Record<string, string>,
-    options: { captureLog?: boolean } = {},
+    options: { captureLog?: boolean; readyTimeoutMs?: number } = {},
   ): Promise<ServerProcess> {
     const port = await freePort();
     const child = spawn(process.execPath, [...CLI, "serve"], {
@@ -43,7 +43,7 @@ export class ServerProcess {
       stdio: ["ignore", options.captureLog ? "pipe" : "ignore", "pipe"],
     });
     const server = new ServerProcess(child, `http://127.0.0.1:${port}`);
-    await server.waitReady();
+    await server.waitReady(options.readyTimeoutMs);
     return server;
   }
 
