@@ -1,22 +1,37 @@
 /**
- * Runs every benchmark in sequence, each in a process of its own, and passes their figures through.
+ * Runs the benchmarks in sequence, each in a process of its own, and passes their figures through.
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
+ *
+ *   npm run bench                      every benchmark
+ *   npm run bench -- small history     only those named (upload, small, history)
+ *
+ * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BENCHMARKS = ["bench/transfer-throughput.ts", "bench/small-transfers.ts", "bench/client-transfer.ts"];
-/** Each benchmark stops itself after 9 minutes; this is the backstop. */
-const TIMEOUT_MS = 10 * 60 * 1000;
+const BENCHMARKS: Record<string, string> = {
+  upload: "bench/transfer-throughput.ts",
+  small: "bench/small-transfers.ts",
+  history: "bench/history.ts",
+  client: "bench/client-transfer.ts",
+  shield: "bench/shield.ts",
+};
+
+const named = process.argv.slice(2);
+const unknown = named.filter((name) => !(name in BENCHMARKS));
+if (unknown.length > 0) {
+  console.error(
+    `unknown benchmark: ${unknown.join(", ")} (choose from ${Object.keys(BENCHMARKS).join(", ")})`,
+  );
+  process.exit(2);
+}
 
 let failed = 0;
-for (const script of BENCHMARKS) {
-  const result = spawnSync(process.execPath, ["--import", "tsx", script], {
-    cwd: ROOT,
-    stdio: "inherit",
-    timeout: TIMEOUT_MS,
-  });
+for (const name of named.length > 0 ? named : Object.keys(BENCHMARKS)) {
+  const script = BENCHMARKS[name] as string;
+  const result = spawnSync(process.execPath, ["--import", "tsx", script], { cwd: ROOT, stdio: "inherit" });
   if (result.status !== 0) {
     failed++;
     console.error(`${script} ended with ${result.status ?? result.signal}`);

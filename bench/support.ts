@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
+import { freshPostgres } from "../test/support/fresh-postgres.js";
 import { freePort } from "../test/support/server-process.js";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -64,11 +65,14 @@ const children = new Set<ServerChild>();
 function killChildren(): void {
   for (const child of children) child.killNow();
 }
+/** Databases created for this run and not yet dropped: an interrupted run drops them too. */
+const databases = new Set<{ drop(): Promise<void> }>();
+
 process.once("exit", killChildren);
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     killChildren();
-    process.exit(130);
+    void Promise.allSettled([...databases].map((database) => database.drop())).then(() => process.exit(130));
   });
 }
 
@@ -175,6 +179,34 @@ export function startBaseline(options: {
     { BASELINE_DIR: options.dir, ...(options.env ?? {}) },
     "/healthz",
   );
+}
+
+/** The plain node:http + pg service of bench/plain-crud-server.ts, on its own database. */
+export function startPlainCrud(options: { dir: string; databaseUrl: string }): Promise<ServerChild> {
+  return ServerChild.start(
+    "plain-crud",
+    ["--import", "tsx", "bench/plain-crud-server.ts"],
+    { BASELINE_DIR: options.dir, DATABASE_URL: options.databaseUrl },
+    "/healthz",
+  );
+}
+
+/** The PostgreSQL server the benchmarks create their databases on (trust auth on this machine). */
+export const POSTGRES_SERVER =
+  process.env.BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** A fresh database on POSTGRES_SERVER for one server of one run; `drop()` removes it. */
+export async function benchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const fresh = await freshPostgres(POSTGRES_SERVER, "handoff_bench");
+  const database = {
+    url: fresh.url,
+    async drop() {
+      databases.delete(database);
+      await fresh.drop();
+    },
+  };
+  databases.add(database);
+  return database;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,6 +393,23 @@ export async function requestJson<T = unknown>(
   return { status: response.statusCode ?? 0, json: (text ? JSON.parse(text) : null) as T };
 }
 
+/** A small request with a raw body (the plain baseline's uploads); the answer is JSON. */
+export async function requestBytes<T = unknown>(
+  method: string,
+  url: string,
+  body: Buffer,
+  options: { headers?: Record<string, string>; agent?: http.Agent } = {},
+): Promise<JsonAnswer<T>> {
+  const headers = {
+    "content-type": "application/octet-stream",
+    "content-length": body.length,
+    ...(options.headers ?? {}),
+  };
+  const response = await send(method, url, headers, options.agent ?? keepAlive, body);
+  const text = await readText(response);
+  return { status: response.statusCode ?? 0, json: (text ? JSON.parse(text) : null) as T };
+}
+
 function send(
   method: string,
   url: string,
@@ -428,6 +477,90 @@ export async function createApiKey(baseUrl: string, apiKey: string, name: string
   });
   assertStatus("create api key", answer, 201);
   return answer.json.api_key;
+}
+
+/** One key mints at most this many others: its default bucket allows 600 requests a minute. */
+const MINTS_PER_CREATOR = 500;
+
+/**
+ * API keys of one account, each handed out at most `usesPerKey` times in the whole run, so that no
+ * key ever meets its per-minute rate limit (decisions 3.15) whatever the window boundaries: the
+ * benchmarks measure the service, not its limits. Keys are minted with POST /v1/api-keys (plans
+ * with unlimited keys); should the pool run dry, `take` mints one on the spot and counts it.
+ */
+export class KeyPool {
+  private readonly keys: { key: string; left: number }[] = [];
+  private next = 0;
+  private readonly creators: { key: string; minted: number }[];
+  mintedDuringRun = 0;
+
+  constructor(
+    private readonly baseUrl: string,
+    firstKey: string,
+    readonly usesPerKey: number,
+  ) {
+    this.creators = [{ key: firstKey, minted: 0 }];
+  }
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  /** Keys with budget left. */
+  get fresh(): number {
+    return this.keys.filter((k) => k.left > 0).length;
+  }
+
+  private creator(): string {
+    let creator = this.creators.find((c) => c.minted < MINTS_PER_CREATOR);
+    if (!creator) {
+      const fresh = this.keys.find((k) => !this.creators.some((c) => c.key === k.key));
+      if (!fresh) throw new Error("no key left to mint keys with");
+      creator = { key: fresh.key, minted: 0 };
+      this.creators.push(creator);
+    }
+    creator.minted++;
+    return creator.key;
+  }
+
+  private async mint(): Promise<string> {
+    const key = await createApiKey(this.baseUrl, this.creator(), `bench-${this.keys.length}`);
+    this.keys.push({ key, left: this.usesPerKey });
+    return key;
+  }
+
+  /** Mints keys until `count` of them have budget left, `parallel` requests at a time. */
+  async fill(count: number, parallel = 8): Promise<number> {
+    const before = this.keys.length;
+    let wanted = count - this.fresh;
+    const workers = Array.from({ length: parallel }, async () => {
+      while (wanted-- > 0) await this.mint();
+    });
+    await Promise.all(workers);
+    return this.keys.length - before;
+  }
+
+  /** A key with budget left; mints one (and counts it) when the pool has run dry. */
+  async take(): Promise<string> {
+    for (let tried = 0; tried < this.keys.length; tried++) {
+      const entry = this.keys[(this.next + tried) % this.keys.length];
+      if (entry && entry.left > 0) {
+        entry.left--;
+        this.next = (this.next + tried + 1) % this.keys.length;
+        return entry.key;
+      }
+    }
+    this.mintedDuringRun++;
+    const key = await this.mint();
+    const entry = this.keys[this.keys.length - 1];
+    if (entry) entry.left--;
+    return key;
+  }
+
+  /** Retires every key used so far, so the next phase starts on fresh budgets. */
+  retireUsed(): void {
+    for (const entry of this.keys) if (entry.left < this.usesPerKey) entry.left = 0;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -628,6 +761,74 @@ export const mibPerSecond = (bytes: number, ms: number) => bytes / MiB / (ms / 1
 export const mb = (kb: number) => (kb / 1024).toFixed(1);
 export const pad = (text: string | number, width: number) => String(text).padStart(width);
 export const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
+
+/** A step of a measured loop that did not answer as it should: counted by `label`, not timed. */
+export class StepFailure extends Error {
+  constructor(readonly label: string) {
+    super(label);
+  }
+}
+
+export interface LoadPhase {
+  /** Per completed iteration: the duration of each step, in ms. */
+  samples: number[][];
+  failures: Map<string, number>;
+  elapsedMs: number;
+}
+
+/**
+ * `clients` closed-loop clients, each calling `iteration` again as soon as it ends, until
+ * `durationMs` has passed. An iteration returns its steps' durations; a StepFailure (or any
+ * error) is counted under its label and the client goes on.
+ */
+export async function closedLoop(
+  clients: number,
+  durationMs: number,
+  iteration: (client: number) => Promise<number[]>,
+): Promise<LoadPhase> {
+  const samples: number[][] = [];
+  const failures = new Map<string, number>();
+  const start = performance.now();
+  const deadline = start + durationMs;
+  async function client(index: number): Promise<void> {
+    while (performance.now() < deadline) {
+      try {
+        samples.push(await iteration(index));
+      } catch (error) {
+        const label = error instanceof StepFailure ? error.label : `error ${(error as Error).message}`;
+        failures.set(label, (failures.get(label) ?? 0) + 1);
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: clients }, (_, index) => client(index)));
+  return { samples, failures, elapsedMs: performance.now() - start };
+}
+
+/** "3 failed: create 429 ×2, …", or "0 failed". */
+export function failureSummary(failures: Map<string, number>): string {
+  const count = [...failures.values()].reduce((sum, n) => sum + n, 0);
+  return count === 0
+    ? "0 failed"
+    : `${count} failed: ${[...failures].map(([k, n]) => `${k} ×${n}`).join(", ")}`;
+}
+
+/** Runs `steps` in order, timing each; returns their durations in ms. */
+export async function timeSteps(steps: (() => Promise<void>)[]): Promise<number[]> {
+  const durations: number[] = [];
+  for (const step of steps) {
+    const start = performance.now();
+    await step();
+    durations.push(performance.now() - start);
+  }
+  return durations;
+}
+
+/** The p-th percentile of unsorted values. */
+export const percentileOf = (values: number[], p: number) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
 
 /** Fails the process if it runs longer than `ms` (the benchmarks must stay well under 10 minutes). */
 export function guard(ms: number, name: string): NodeJS.Timeout {

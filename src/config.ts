@@ -42,6 +42,7 @@ const schema = z.object({
   REDIS_URL: url(["redis:", "rediss:"]).optional(),
   SERVER_KEY: serverKey.optional(),
   ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   TEST_CLOCK: flag.optional(),
 });
 
@@ -59,6 +60,8 @@ export interface Config {
   s3: { bucket: string; endpoint: string | null; region: string | null; forcePathStyle: boolean } | null;
   serverKey: Buffer | null;
   adminToken: string | null;
+  /** Bearer token GET /metrics requires; null leaves it open (docs/deployment.md). */
+  metricsToken: string | null;
   testClock: boolean;
 }
 
@@ -96,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       : null,
     serverKey: c.SERVER_KEY ?? null,
     adminToken: c.ADMIN_TOKEN ?? null,
+    metricsToken: c.METRICS_TOKEN ?? null,
     testClock: c.TEST_CLOCK ?? false,
   };
 }

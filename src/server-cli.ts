@@ -28,15 +28,34 @@ export const SERVER_USAGE = `Server commands:
  */
 const HEAP_GROWTH_FLAG = "--heap-growing-percent=100";
 
+/** How long SIGTERM/SIGINT lets in-flight requests finish before their connections are closed. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
 export async function serve(): Promise<void> {
   v8.setFlagsFromString(HEAP_GROWTH_FLAG);
   const service = await openService(loadConfig(process.env));
   const app = await buildApp(service, { logger: true });
+  let stopping = false;
   const shutdown = async (signal: string) => {
-    app.log.info({ signal }, "shutting down");
-    await app.close();
-    await service.close();
-    process.exit(0);
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, "shutting down: finishing in-flight requests");
+    // app.close() stops accepting connections and waits for the requests in flight; past the
+    // grace period whatever is still open (a stalled upload, a long-poll) is cut off.
+    const cutOff = setTimeout(() => {
+      app.log.warn({ graceMs: SHUTDOWN_GRACE_MS }, "grace period over: closing the remaining connections");
+      app.server.closeAllConnections();
+    }, SHUTDOWN_GRACE_MS);
+    try {
+      await app.close();
+      clearTimeout(cutOff);
+      await service.close();
+      app.log.info("stopped");
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, "shutdown failed");
+      process.exit(1);
+    }
   };
   process.once("SIGINT", () => void shutdown("SIGINT"));
   process.once("SIGTERM", () => void shutdown("SIGTERM"));

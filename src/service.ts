@@ -16,6 +16,7 @@ import type { EventStore } from "./eventstore/port.js";
 import { PostgresEventStore } from "./eventstore/postgres.js";
 import { Housekeeper } from "./housekeeping/housekeeper.js";
 import { type Mailer, OutboxMailer, SmtpMailer } from "./mail/mailer.js";
+import { meteredBlobStore } from "./observability/metrics.js";
 import type { RateLimitCounter } from "./rate-limits/counter.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
@@ -125,7 +126,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     config,
     db,
     store,
-    blobs,
+    blobs: meteredBlobStore(blobs),
     localBlobUrls,
     engine,
     housekeeper,

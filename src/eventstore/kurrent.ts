@@ -15,6 +15,7 @@ import {
   START,
   StreamNotFoundError,
 } from "@kurrent/kurrentdb-client";
+import { countAppended } from "../observability/metrics.js";
 import { AppendSignal, pollingSubscription } from "./catch-up.js";
 import {
   ANY,
@@ -169,6 +170,7 @@ export class KurrentEventStore implements EventStore {
       throw new WrongExpectedVersionError(streamId, expected, toActual(result.nextExpectedRevision));
     }
     this.signal.notify();
+    countAppended([{ events }]);
     const revision = Number(result.nextExpectedRevision);
     const position = result.position
       ? encodePosition(result.position)
@@ -214,6 +216,7 @@ export class KurrentEventStore implements EventStore {
       );
     }
     this.signal.notify();
+    countAppended(appends);
     // The call answers with one log position for the whole commit; the positions that readAll
     // reports are per event, so read back where each stream now ends and take the furthest.
     const ends = await Promise.all(appends.map((a) => this.lastPositionOf(a.streamId)));

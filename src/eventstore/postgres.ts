@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { countAppended } from "../observability/metrics.js";
 import { AppendSignal, DEFAULT_IDLE_POLL_MS, pollingSubscription } from "./catch-up.js";
 import { APPEND_CHANNEL, AppendListener } from "./pg-notifications.js";
 import {
@@ -171,6 +172,7 @@ export class PostgresEventStore implements EventStore {
         return out;
       });
       this.signal.notify();
+      countAppended(appends);
       return results;
     } catch (error) {
       // A retried append whose events are already stored is not an error: each event id is stored once.

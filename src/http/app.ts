@@ -2,6 +2,8 @@ import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance } from "fastify";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { metricsPlugin } from "../observability/metrics.js";
+import { echoRequestId, requestLogOptions } from "../observability/request-log.js";
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
 import { answerClientError, registerProtocolAnswers } from "./client-errors.js";
@@ -35,7 +37,7 @@ export interface AppOptions {
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
   const timeLimits = options.timeLimits ?? TIME_LIMITS;
   const app = Fastify({
-    logger: options.logger ? { level: "info" } : false,
+    ...requestLogOptions(options.logger ?? false),
     bodyLimit: JSON_BODY_LIMIT,
     ...serverTimeouts(timeLimits),
     // Node's own refusals (malformed HTTP, 431, a slow head) answer in the one error body too.
@@ -76,6 +78,11 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs", uiConfig: { docExpansion: "list" } });
 
+  echoRequestId(app);
+  await app.register(metricsPlugin, {
+    token: service.config.metricsToken,
+    projectionLag: () => service.engine.lag(),
+  });
   registerAuthentication(app, service.db, service.config.adminToken);
   registerRateLimits(app, service.rateLimits, service.clock);
   registerJsonGuard(app);

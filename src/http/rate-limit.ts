@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Clock } from "../clock.js";
+import { countRateLimitRefusal } from "../observability/metrics.js";
 import type { RateLimitCounter } from "../rate-limits/counter.js";
 import { RATE_LIMIT_WINDOW_MS, rateLimitRule } from "../rate-limits/policy.js";
 import type { Principal } from "./auth.js";
@@ -51,6 +52,7 @@ export function registerRateLimits(app: FastifyInstance, counter: RateLimitCount
     if (count > rule.limit) {
       const retryAfter = Math.max(1, Math.ceil((windowEnd - now) / 1000));
       reply.header("Retry-After", String(retryAfter));
+      countRateLimitRefusal(rule.name);
       throw new HttpError(
         429,
         "RATE_LIMITED",

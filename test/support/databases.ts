@@ -1,10 +1,12 @@
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import knex, { type Knex } from "knex";
+import type { Knex } from "knex";
 import { inject } from "vitest";
 import { type DatabaseTarget, migrate, openDatabase } from "../../src/db/database.js";
+import { freshPostgres } from "./fresh-postgres.js";
+
+export { freshPostgres };
 
 export const postgresServer = inject("postgresUrl");
 export const postgresSkipReason = inject("postgresSkipReason");
@@ -14,22 +16,6 @@ export const eventStoreSkipReason = inject("eventStoreSkipReason");
 /** A suite title that says why it is skipped, so a skip is never silent. */
 export function titled(title: string, skipReason: string): string {
   return skipReason ? `${title} (skipped: ${skipReason})` : title;
-}
-
-/** A database of its own for one suite: a new database on the real server, dropped afterwards. */
-export async function freshPostgres(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `handoff_test_${randomBytes(6).toString("hex")}`;
-  const admin = knex({ client: "pg", connection: serverUrl, pool: { min: 0, max: 1 } });
-  await admin.raw(`create database ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      await admin.raw(`drop database if exists ${name} with (force)`);
-      await admin.destroy();
-    },
-  };
 }
 
 export function tempDir(prefix = "handoff-test-"): { path: string; remove(): void } {

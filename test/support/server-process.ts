@@ -19,20 +19,31 @@ export async function freePort(): Promise<number> {
 
 /** The real `handoff serve` in a child process, as an operator runs it. */
 export class ServerProcess {
+  /** What the server wrote on stdout (its request log), when started with `captureLog`. */
+  log = "";
+
   private constructor(
     readonly child: ChildProcess,
     readonly baseUrl: string,
-  ) {}
+  ) {
+    child.stdout?.setEncoding("utf8");
+    child.stdout?.on("data", (text: string) => {
+      this.log += text;
+    });
+  }
 
-  static async start(env: Record<string, string>): Promise<ServerProcess> {
+  static async start(
+    env: Record<string, string>,
+    options: { captureLog?: boolean; readyTimeoutMs?: number } = {},
+  ): Promise<ServerProcess> {
     const port = await freePort();
     const child = spawn(process.execPath, [...CLI, "serve"], {
       cwd: ROOT,
       env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
-      stdio: ["ignore", "ignore", "pipe"],
+      stdio: ["ignore", options.captureLog ? "pipe" : "ignore", "pipe"],
     });
     const server = new ServerProcess(child, `http://127.0.0.1:${port}`);
-    await server.waitReady();
+    await server.waitReady(options.readyTimeoutMs);
     return server;
   }
 

@@ -1,0 +1,155 @@
+import type { Readable } from "node:stream";
+import { pipeline, Transform, type TransformCallback } from "node:stream";
+import type { FastifyInstance } from "fastify";
+import fastifyPlugin from "fastify-plugin";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { BlobStore, ByteRange } from "../blobs/port.js";
+import { bearer } from "../http/auth.js";
+import { unauthorized } from "../http/errors.js";
+import { digestsEqual, sha256Hex } from "../security/secrets.js";
+
+/**
+ * Every Prometheus metric of the service, in one registry served at GET /metrics. The counters
+ * are process-wide (one server per process), so the code that appends events, moves blob bytes or
+ * refuses a request over its rate limit counts with a one-line call to a function of this module.
+ */
+const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: "handoff_" });
+
+const requestDuration = new Histogram({
+  name: "handoff_http_request_duration_seconds",
+  help: "HTTP requests by route pattern (never the raw URL), method and status code",
+  labelNames: ["method", "route", "status_code"],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+const appendedEvents = new Counter({
+  name: "handoff_events_appended_total",
+  help: "Events appended to the event store by this process",
+  registers: [registry],
+});
+
+const uploadedBytes = new Counter({
+  name: "handoff_uploaded_bytes_total",
+  help: "File bytes stored through this server (multipart creates and signed upload links)",
+  registers: [registry],
+});
+
+const downloadedBytes = new Counter({
+  name: "handoff_downloaded_bytes_total",
+  help: "File bytes served by this server (signed download links of the filesystem blob store)",
+  registers: [registry],
+});
+
+const rateLimitRefusals = new Counter({
+  name: "handoff_rate_limit_refusals_total",
+  help: "Requests refused with 429 by the per-key rate limits, by bucket",
+  labelNames: ["rule"],
+  registers: [registry],
+});
+
+const projectionLagEvents = new Gauge({
+  name: "handoff_projection_lag_events",
+  help: "Events appended but not yet applied by the slowest projection (counted up to 10000)",
+  registers: [registry],
+});
+
+const projectionLagSeconds = new Gauge({
+  name: "handoff_projection_lag_seconds",
+  help: "Age of the oldest event the slowest projection has not applied yet (0 when caught up)",
+  registers: [registry],
+});
+
+/** Hook for the event store adapters: call once per committed append. */
+export function countAppended(appends: readonly { events: readonly unknown[] }[]): void {
+  appendedEvents.inc(appends.reduce((sum, append) => sum + append.events.length, 0));
+}
+
+/** Hook for the rate limits: call once per refused request. */
+export function countRateLimitRefusal(rule: string): void {
+  rateLimitRefusals.inc({ rule });
+}
+
+/** Counts the bytes flowing through, as they flow: a large download shows while it runs. */
+class ByteMeter extends Transform {
+  constructor(private readonly counter: Counter) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.counter.inc(chunk.length);
+    callback(null, chunk);
+  }
+}
+
+/**
+ * The blob store with its bytes counted: stored bytes once a put completes, served bytes as the
+ * stream is read. With S3, signed links bypass the server: only multipart creates count there.
+ */
+export function meteredBlobStore(store: BlobStore): BlobStore {
+  return {
+    async put(key, body, options) {
+      const stored = await store.put(key, body, options);
+      uploadedBytes.inc(stored.size);
+      return stored;
+    },
+    async get(key: string, range?: ByteRange): Promise<Readable> {
+      const source = await store.get(key, range);
+      // pipeline() hands back its last stream; destroying it (a client gone) closes the source too.
+      return pipeline(source, new ByteMeter(downloadedBytes), () => {});
+    },
+    stat: (key) => store.stat(key),
+    delete: (keys) => store.delete(keys),
+    uploadUrl: (key, options) => store.uploadUrl(key, options),
+    downloadUrl: (key, options) => store.downloadUrl(key, options),
+    ping: () => store.ping(),
+  };
+}
+
+/** How far the read models trail the event log. */
+export interface ProjectionLag {
+  events: number;
+  ms: number;
+}
+
+/** Pending events are counted up to this many (a scrape must stay cheap). */
+const _LAG_SCAN_LIMIT = 10_000;
+
+export interface MetricsOptions {
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`; else it is open (docs/deployment.md). */
+  token: string | null;
+  /** Read at each scrape; the projection engine supplies it. */
+  projectionLag: () => Promise<ProjectionLag>;
+}
+
+/** Times every request by its route pattern, and serves GET /metrics in Prometheus text format. */
+export const metricsPlugin = fastifyPlugin<MetricsOptions>(
+  async (app: FastifyInstance, options) => {
+    app.addHook("onResponse", async (request, reply) => {
+      requestDuration.observe(
+        {
+          method: request.method,
+          // Unmatched URLs (404s, scans) share one label: the raw URL would grow the series without bound.
+          route: request.routeOptions.url ?? "unmatched",
+          status_code: String(reply.statusCode),
+        },
+        reply.elapsedTime / 1000,
+      );
+    });
+
+    const expected = options.token === null ? null : sha256Hex(options.token);
+    app.get("/metrics", { config: { auth: "none" }, schema: { hide: true } }, async (request, reply) => {
+      if (expected !== null) {
+        const token = bearer(request);
+        if (!token || !digestsEqual(sha256Hex(token), expected)) throw unauthorized("invalid metrics token");
+      }
+      const lag = await options.projectionLag();
+      projectionLagEvents.set(lag.events);
+      projectionLagSeconds.set(lag.ms / 1000);
+      reply.header("content-type", registry.contentType);
+      return registry.metrics();
+    });
+  },
+  { name: "handoff-metrics" },
+);

@@ -1,0 +1,82 @@
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { type FastifyInstance, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
+
+export const REQUEST_ID_HEADER = "x-request-id";
+/** A caller's own request id is kept when it is this short and plain; anything else gets a fresh one. */
+const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+/** Route parameters and query names whose values are credentials (signed-link tokens, keys). */
+const SECRET_NAME = /token|secret|key|password|signature|credential/i;
+const REDACTED = "[redacted]";
+
+/** The caller's X-Request-Id when well-formed, else a new UUID. */
+export function requestIdOf(request: IncomingMessage): string {
+  const header = request.headers[REQUEST_ID_HEADER];
+  const supplied = Array.isArray(header) ? header[0] : header;
+  return supplied && CALLER_REQUEST_ID.test(supplied) ? supplied : randomUUID();
+}
+
+/**
+ * The URL as logged: path segments that hold a secret route parameter (`/v1/files/:token`) and
+ * query values under a secret-looking name are replaced, so signed links never reach the log.
+ */
+export function loggableUrl(url: string, routePattern: string | undefined): string {
+  const [path = "", query] = url.split("?", 2);
+  const pattern = routePattern?.split("/") ?? [];
+  const secretAt = (i: number) => pattern[i]?.startsWith(":") === true && SECRET_NAME.test(pattern[i] ?? "");
+  const segments = path.split("/").map((segment, i) => (secretAt(i) ? REDACTED : segment));
+  if (query === undefined) return segments.join("/");
+  const params = new URLSearchParams(query);
+  for (const name of new Set(params.keys())) if (SECRET_NAME.test(name)) params.set(name, REDACTED);
+  return `${segments.join("/")}?${params.toString()}`;
+}
+
+/**
+ * Fastify's logger settings: one JSON line per request start and end (pino), each with the
+ * request id under `request_id`; Authorization and other credentials redacted wherever they
+ * would appear.
+ */
+export function requestLogOptions(
+  enabled: boolean,
+): Pick<FastifyServerOptions, "logger" | "genReqId" | "requestIdHeader" | "logController"> {
+  return {
+    logger: enabled
+      ? {
+          level: "info",
+          redact: {
+            paths: [
+              "req.headers.authorization",
+              "req.headers.cookie",
+              'req.headers["x-api-key"]',
+              "headers.authorization",
+              "*.api_key",
+              "*.apiKey",
+              "*.token",
+              "*.connection_token",
+              "*.password",
+            ],
+            censor: REDACTED,
+          },
+          serializers: {
+            req: (request: FastifyRequest) => ({
+              method: request.method,
+              url: loggableUrl(request.url, request.routeOptions?.url),
+              host: request.host,
+              remoteAddress: request.ip,
+            }),
+          },
+        }
+      : false,
+    genReqId: requestIdOf,
+    // genReqId reads the header itself, so that a malformed or oversized one is not trusted.
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: "request_id" }),
+  };
+}
+
+/** Echoes the request id on every answer, errors included, so a caller can quote it. */
+export function echoRequestId(app: FastifyInstance): void {
+  app.addHook("onSend", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+}
