@@ -13,6 +13,7 @@ WORKDIR /app
 
 # Dependencies first so this layer is reused while only sources change.
 COPY package.json package-lock.json ./
+COPY packages/sdk/package.json packages/sdk/package.json
 RUN --mount=type=cache,target=/root/.npm npm ci
 
 # Sources (what .dockerignore lets through), compiled by `tsc -p tsconfig.build.json` into dist/.
@@ -36,6 +37,9 @@ RUN mkdir -p /var/lib/handoff && chown node:node /var/lib/handoff
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The client commands (handoff send, receive, mcp…) run on the workspace SDK, linked from node_modules.
+COPY --from=build /app/packages/sdk/package.json ./packages/sdk/package.json
+COPY --from=build /app/packages/sdk/dist ./packages/sdk/dist
 
 USER node
 

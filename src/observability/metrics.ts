@@ -114,7 +114,6 @@ export interface ProjectionLag {
 }
 
 /** Pending events are counted up to this many (a scrape must stay cheap). */
-const _LAG_SCAN_LIMIT = 10_000;
 
 export interface MetricsOptions {
   /** When set, GET /metrics needs `Authorization: Bearer <token>`; else it is open (docs/deployment.md). */
