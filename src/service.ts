@@ -95,7 +95,10 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const testClock = config.testClock ? new AdjustableClock() : null;
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);
-  const { blobs, localBlobUrls } = openBlobStore(config, serverKey);
+  const opened = openBlobStore(config, serverKey);
+  const { localBlobUrls } = opened;
+  // Every reader and writer of file data goes through the metered store, so /metrics counts its bytes.
+  const blobs = meteredBlobStore(opened.blobs);
   const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
   const engine = new ProjectionEngine(projections, store, db, onError);
   const deps: CommandDeps = { store, clock, serverKey, snapshots: new SnapshotStore(db) };
@@ -126,7 +129,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     config,
     db,
     store,
-    blobs: meteredBlobStore(blobs),
+    blobs,
     localBlobUrls,
     engine,
     housekeeper,
