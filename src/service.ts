@@ -8,6 +8,7 @@ import { S3BlobStore } from "./blobs/s3.js";
 import { AdjustableClock, type Clock, systemClock } from "./clock.js";
 import type { CommandDeps } from "./commands/deps.js";
 import { SnapshotStore } from "./commands/snapshots.js";
+import { StreamLock } from "./commands/stream-lock.js";
 import type { TransferDeps } from "./commands/transfers/record.js";
 import type { Config } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
@@ -102,9 +103,8 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
   const engine = new ProjectionEngine(projections, store, db, onError);
   const deps: CommandDeps = { store, clock, serverKey, snapshots: new SnapshotStore(db) };
-  const housekeeper = new Housekeeper(db, deps, blobs, (error) =>
-    console.error("housekeeping failed:", error),
-  );
+  const transferDeps: TransferDeps = { ...deps, db, blobs, streamLock: new StreamLock() };
+  const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));
   testClock?.onAdvance(() => housekeeper.wake());
   const mailer: Mailer = config.smtpUrl
     ? new SmtpMailer(config.smtpUrl, config.mailFrom)
@@ -138,7 +138,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     clock,
     testClock,
     deps,
-    transferDeps: { ...deps, db, blobs },
+    transferDeps,
     async close() {
       await invitations.stop();
       await housekeeper.stop();

@@ -1,8 +1,5 @@
-import type { Knex } from "knex";
 import { blobKey } from "../blobs/keys.js";
-import type { BlobStore } from "../blobs/port.js";
-import type { CommandDeps } from "../commands/deps.js";
-import { changeTransfer } from "../commands/transfers/record.js";
+import { changeTransfer, type TransferDeps } from "../commands/transfers/record.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
 import { pruneIdempotencyRecords } from "../http/idempotency.js";
 import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
@@ -31,9 +28,7 @@ export class Housekeeper {
   private leftoversAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly db: Knex,
-    private readonly deps: CommandDeps,
-    private readonly blobs: BlobStore,
+    private readonly deps: TransferDeps,
     private readonly onError: (error: unknown) => void,
   ) {}
 
@@ -57,11 +52,11 @@ export class Housekeeper {
   /** One pass: expire what is due, then purge what is due. Returns how much it did. */
   async sweep(): Promise<{ expired: number; purged: number }> {
     const now = this.deps.clock.now();
-    const expiring = await dueForExpiry(this.db, now, BATCH);
+    const expiring = await dueForExpiry(this.deps.db, now, BATCH);
     for (const id of expiring) await changeTransfer(this.deps, id, { type: "ExpireTransfer" }, SYSTEM);
-    const purging = await dueForPurge(this.db, this.deps.clock.now(), BATCH);
+    const purging = await dueForPurge(this.deps.db, this.deps.clock.now(), BATCH);
     for (const transfer of purging) {
-      await this.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
+      await this.deps.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
       await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM);
     }
     await this.pruneIdempotencyRecords();
@@ -73,13 +68,13 @@ export class Housekeeper {
     const now = this.deps.clock.now();
     if (now.getTime() - this.prunedAt < PRUNE_INTERVAL_MS) return;
     this.prunedAt = now.getTime();
-    await pruneIdempotencyRecords(this.db, now);
+    await pruneIdempotencyRecords(this.deps.db, now);
   }
 
   /** Removes what a crash left in the blob store (src/housekeeping/leftovers.ts). */
   sweepLeftovers(): Promise<LeftoversSwept> {
     this.leftoversAt = Date.now();
-    return sweepLeftovers(this.deps.store, this.blobs, this.startedAtMs, this.leftoversAt);
+    return sweepLeftovers(this.deps.store, this.deps.blobs, this.startedAtMs, this.leftoversAt);
   }
 
   private async run(): Promise<void> {

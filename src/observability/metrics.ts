@@ -104,6 +104,8 @@ export function meteredBlobStore(store: BlobStore): BlobStore {
     uploadUrl: (key, options) => store.uploadUrl(key, options),
     downloadUrl: (key, options) => store.downloadUrl(key, options),
     ping: () => store.ping(),
+    // The crash-leftover sweep works on the store underneath: nothing it touches is transferred.
+    ...(store.leftovers ? { leftovers: store.leftovers } : {}),
   };
 }
 
@@ -112,8 +114,6 @@ export interface ProjectionLag {
   events: number;
   ms: number;
 }
-
-/** Pending events are counted up to this many (a scrape must stay cheap). */
 
 export interface MetricsOptions {
   /** When set, GET /metrics needs `Authorization: Bearer <token>`; else it is open (docs/deployment.md). */

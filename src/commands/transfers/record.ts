@@ -18,6 +18,7 @@ import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/po
 import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
 import type { CommandDeps } from "../deps.js";
+import type { StreamSerializer } from "../stream-lock.js";
 import {
   type Actor,
   accepted,
@@ -31,10 +32,14 @@ import {
   toAppend,
 } from "../streams.js";
 
-/** What the transfer commands need beyond the log: the read models (names → ids) and file storage. */
+/**
+ * What the transfer commands need beyond the log: the read models (names → ids), file storage, and
+ * the lock that runs this process's decisions on one stream one at a time.
+ */
 export interface TransferDeps extends CommandDeps {
   db: Knex;
   blobs: BlobStore;
+  streamLock: StreamSerializer;
 }
 
 /** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */
@@ -79,44 +84,47 @@ export async function prepareSender(deps: TransferDeps, accountId: string): Prom
  * reads the books again.
  */
 export async function createTransfer(
-  deps: CommandDeps,
+  deps: TransferDeps,
   input: NewTransfer,
   actor: Actor,
   sender?: Sender,
 ): Promise<{ position: Position; transfer: Transfer }> {
   let first = sender;
-  return retryOnConflict(async () => {
-    const accountId = input.parties.senderAccountId;
-    const { limits, account, usage } = first ?? (await loadSender(deps, accountId));
-    first = undefined;
-    const now = deps.clock.now().toISOString();
-    const created = accepted(
-      transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
-        limits,
-      }),
-    );
-    const counted: UsageEvent[] = accepted(
-      usageDecider.decide(
-        {
-          type: "CountTransfer",
-          transferId: input.transferId,
-          period: billingPeriodStart(account.state.createdAt, now),
-          bytes: bytesOf(input.files),
-          // Spec section 8: sends to people without an account are limited per UTC day.
-          inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
-          expiresAt: input.terms.expiresAt,
-        },
-        usage.state,
-        { limits },
-      ),
-    );
-    const position = await appendAll(deps.store, [
-      toAppend({ streamId: streams.transfer(input.transferId), expected: NO_STREAM }, created, actor, now),
-      toAppend(usage, counted, actor, now),
-    ]);
-    await keepSnapshot(deps, usageDecider, usage, counted);
-    return { position: position ?? "", transfer: decided(created) };
-  });
+  const usageStream = streams.usage(input.parties.senderAccountId);
+  return deps.streamLock.run(usageStream, () =>
+    retryOnConflict(async () => {
+      const accountId = input.parties.senderAccountId;
+      const { limits, account, usage } = first ?? (await loadSender(deps, accountId));
+      first = undefined;
+      const now = deps.clock.now().toISOString();
+      const created = accepted(
+        transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
+          limits,
+        }),
+      );
+      const counted: UsageEvent[] = accepted(
+        usageDecider.decide(
+          {
+            type: "CountTransfer",
+            transferId: input.transferId,
+            period: billingPeriodStart(account.state.createdAt, now),
+            bytes: bytesOf(input.files),
+            // Spec section 8: sends to people without an account are limited per UTC day.
+            inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
+            expiresAt: input.terms.expiresAt,
+          },
+          usage.state,
+          { limits },
+        ),
+      );
+      const position = await appendAll(deps.store, [
+        toAppend({ streamId: streams.transfer(input.transferId), expected: NO_STREAM }, created, actor, now),
+        toAppend(usage, counted, actor, now),
+      ]);
+      await keepSnapshot(deps, usageDecider, usage, counted);
+      return { position: position ?? "", transfer: decided(created) };
+    }),
+  );
 }
 
 /** A change command without its time, which the handler stamps from the service clock. */
@@ -135,40 +143,42 @@ export type TransferChange =
  * stored files) and gives what the command needs from outside the log.
  */
 export async function changeTransfer<C extends TransferChange>(
-  deps: CommandDeps,
+  deps: TransferDeps,
   transferId: string,
   change: C | ((transfer: Transfer) => Promise<C>),
   actor: Actor,
 ): Promise<{ position: Position | null; transfer: Transfer }> {
   if (!isTransferId(transferId)) throw new DomainError("NOT_FOUND", "no such transfer");
-  return retryOnConflict(async () => {
-    const loaded = await load(deps.store, transferDecider, streams.transfer(transferId));
-    const before = loaded.state;
-    if (before.status === "none") throw new DomainError("NOT_FOUND", "no such transfer");
-    const command = typeof change === "function" ? await change(before) : change;
-    const now = deps.clock.now().toISOString();
-    const events = accepted(
-      transferDecider.decide({ ...command, now } as TransferCommand, before, undefined),
-    );
-    const appends: StreamAppend[] = [toAppend(loaded, events, actor, now)];
-    const accountId = before.record.senderAccountId;
-    let usage: Snapshotted<UsageState> | null = null;
-    let released: UsageEvent[] = [];
-    if (releasesStorage(before, events)) {
-      usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
-      released = accepted(
-        usageDecider.decide(
-          { type: "ReleaseStorage", transferId, bytes: bytesOf(before.record.files) },
-          usage.state,
-          { limits: NO_LIMITS },
-        ),
+  return deps.streamLock.run(streams.transfer(transferId), () =>
+    retryOnConflict(async () => {
+      const loaded = await load(deps.store, transferDecider, streams.transfer(transferId));
+      const before = loaded.state;
+      if (before.status === "none") throw new DomainError("NOT_FOUND", "no such transfer");
+      const command = typeof change === "function" ? await change(before) : change;
+      const now = deps.clock.now().toISOString();
+      const events = accepted(
+        transferDecider.decide({ ...command, now } as TransferCommand, before, undefined),
       );
-      appends.push(toAppend(usage, released, actor, now));
-    }
-    const position = await appendAll(deps.store, appends);
-    if (usage) await keepSnapshot(deps, usageDecider, usage, released);
-    return { position, transfer: events.reduce(transferDecider.evolve, before) as Transfer };
-  }, 200);
+      const appends: StreamAppend[] = [toAppend(loaded, events, actor, now)];
+      const accountId = before.record.senderAccountId;
+      let usage: Snapshotted<UsageState> | null = null;
+      let released: UsageEvent[] = [];
+      if (releasesStorage(before, events)) {
+        usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
+        released = accepted(
+          usageDecider.decide(
+            { type: "ReleaseStorage", transferId, bytes: bytesOf(before.record.files) },
+            usage.state,
+            { limits: NO_LIMITS },
+          ),
+        );
+        appends.push(toAppend(usage, released, actor, now));
+      }
+      const position = await appendAll(deps.store, appends);
+      if (usage) await keepSnapshot(deps, usageDecider, usage, released);
+      return { position, transfer: events.reduce(transferDecider.evolve, before) as Transfer };
+    }, 200),
+  );
 }
 
 // Releasing storage is never refused, whatever the plan.
