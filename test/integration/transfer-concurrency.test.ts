@@ -75,6 +75,21 @@ async function countingConflicts<T>(
 }
 
 /** Counts of each status code, e.g. {200: 5, 410: 35}. */
+/**
+ * Within one process the decisions on a stream take turns (StreamLock). Here each request acts as
+ * if it came from a process of its own, so they race, and only the event store's expected version
+ * keeps the outcome exact.
+ */
+async function asSeparateProcesses<T>(t: TestApp, run: () => Promise<T>): Promise<T> {
+  const lock = t.service.transferDeps.streamLock;
+  t.service.transferDeps.streamLock = { run: (_stream, work) => work() };
+  try {
+    return await run();
+  } finally {
+    t.service.transferDeps.streamLock = lock;
+  }
+}
+
 function tally(statuses: number[]): Record<number, number> {
   const counts: Record<number, number> = {};
   for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1;
@@ -131,20 +146,15 @@ for (const database of ["pglite", "postgres"] as const) {
         const id = created.json().id as string;
         expect(created.json()).toMatchObject({ status: "active", max_downloads: 5, downloads: 0 });
 
-        // Within one process the downloads of a transfer take turns (StreamLock); here each acts
-        // as if it came from a process of its own, so they race, and only the event store's
-        // expected version keeps the count exact.
-        const lock = t.service.transferDeps.streamLock;
-        t.service.transferDeps.streamLock = { run: (_stream, work) => work() };
-        const { result: responses, conflicts } = await countingConflicts(t, holdReadsMs, () =>
-          Promise.all(
-            Array.from({ length: 40 }, (_, i) =>
-              t.call("GET", `/v1/transfers/${id}/download`, { key: keys[i % 2] }),
+        const { result: responses, conflicts } = await asSeparateProcesses(t, () =>
+          countingConflicts(t, holdReadsMs, () =>
+            Promise.all(
+              Array.from({ length: 40 }, (_, i) =>
+                t.call("GET", `/v1/transfers/${id}/download`, { key: keys[i % 2] }),
+              ),
             ),
           ),
-        ).finally(() => {
-          t.service.transferDeps.streamLock = lock;
-        });
+        );
         expect(conflicts, "the downloads never raced for the transfer's stream").toBeGreaterThan(0);
         expect(tally(responses.map((r) => r.statusCode))).toEqual({ 200: 5, 410: 35 });
         for (const r of responses.filter((r) => r.statusCode === 410)) {
@@ -187,8 +197,10 @@ for (const database of ["pglite", "postgres"] as const) {
           expect(res.statusCode, res.body).toBe(201);
         }
 
-        const { result: responses, conflicts } = await countingConflicts(t, holdReadsMs, () =>
-          Promise.all(Array.from({ length: 20 }, (_, i) => presigned(45 + i))),
+        const { result: responses, conflicts } = await asSeparateProcesses(t, () =>
+          countingConflicts(t, holdReadsMs, () =>
+            Promise.all(Array.from({ length: 20 }, (_, i) => presigned(45 + i))),
+          ),
         );
         expect(conflicts, "the creations never raced for the quota stream").toBeGreaterThan(0);
         expect(tally(responses.map((r) => r.statusCode))).toEqual({ 201: 5, 403: 15 });

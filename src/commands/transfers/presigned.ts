@@ -37,7 +37,8 @@ export async function createPresignedTransfer(
       "mode",
     );
   }
-  const sender = await prepareSender(deps, caller.accountId);
+  // Overdue transfers give their storage back before the new one is weighed against it.
+  await prepareSender(deps, caller.accountId);
   const now = deps.clock.now();
   const files: TransferFile[] = declared.map((file) => ({
     fileId: newFileId(),
@@ -61,7 +62,6 @@ export async function createPresignedTransfer(
       encryption: encryptionOf(intent, resolved),
     },
     caller,
-    sender,
   );
   const linksExpire = new Date(Math.min(now.getTime() + UPLOAD_LINK_MS, Date.parse(terms.expiresAt)));
   const uploads = await Promise.all(

@@ -79,23 +79,20 @@ export async function prepareSender(deps: TransferDeps, accountId: string): Prom
 
 /**
  * Records a new transfer and counts it on the sender's quota stream in one atomic append, so the
- * monthly count and the storage limit hold however many uploads race (decisions 3.14). `sender`,
- * when the caller loaded it already, serves the first attempt; a retry after a concurrent write
- * reads the books again.
+ * monthly count and the storage limit hold however many uploads race (decisions 3.14). The books
+ * are read inside the stream's turn: read before it (before an upload, say) they would be stale
+ * whenever another upload finished first.
  */
 export async function createTransfer(
   deps: TransferDeps,
   input: NewTransfer,
   actor: Actor,
-  sender?: Sender,
 ): Promise<{ position: Position; transfer: Transfer }> {
-  let first = sender;
   const usageStream = streams.usage(input.parties.senderAccountId);
   return deps.streamLock.run(usageStream, () =>
     retryOnConflict(async () => {
       const accountId = input.parties.senderAccountId;
-      const { limits, account, usage } = first ?? (await loadSender(deps, accountId));
-      first = undefined;
+      const { limits, account, usage } = await loadSender(deps, accountId);
       const now = deps.clock.now().toISOString();
       const created = accepted(
         transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {

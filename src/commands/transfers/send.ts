@@ -8,7 +8,7 @@ import { seal } from "../../security/secrets.js";
 import type { Actor } from "../streams.js";
 import { encryptionOf, partiesInput, type TransferIntent, termsOf } from "./intent.js";
 import { resolveParties } from "./parties.js";
-import { createTransfer, prepareSender, type Sender, type TransferDeps } from "./record.js";
+import { createTransfer, prepareSender, type TransferDeps } from "./record.js";
 import { newTransferId, type ReceivedForm, receiveMultipart } from "./upload.js";
 
 /** The purpose a transfer's at-rest data key is sealed for under the server key. */
@@ -18,7 +18,6 @@ export const DATA_KEY_PURPOSE = "transfer-data-key";
 export interface StagedUpload {
   transferId: string;
   form: ReceivedForm;
-  sender: Sender;
   /** Deletes the stored files: the upload failed, was refused, or repeated one already done. */
   discard(): Promise<void>;
 }
@@ -45,7 +44,7 @@ export async function stageUpload(
     fingerprinted,
   );
   const keys = form.files.map((file) => blobKey(transferId, file.fileId));
-  return { transferId, form, sender, discard: () => deps.blobs.delete(keys) };
+  return { transferId, form, discard: () => deps.blobs.delete(keys) };
 }
 
 /** Makes a staged upload a transfer: resolves the parties, then decides and records it. */
@@ -55,7 +54,7 @@ export async function sendTransfer(
   intent: TransferIntent,
   staged: StagedUpload,
 ) {
-  const { transferId, form, sender } = staged;
+  const { transferId, form } = staged;
   if (form.files.length === 0) throw validationError("at least one `files` part is required", "files");
   const ivs = form.fields.get("encryption_iv") ?? [];
   const files: TransferFile[] = form.files.map((file, index) => ({
@@ -82,6 +81,5 @@ export async function sendTransfer(
       encryption: encryptionOf(intent, resolved),
     },
     caller,
-    sender,
   );
 }
