@@ -102,8 +102,14 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const blobs = meteredBlobStore(opened.blobs);
   const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
   const engine = new ProjectionEngine(projections, store, db, onError);
-  const deps: CommandDeps = { store, clock, serverKey, snapshots: new SnapshotStore(db) };
-  const transferDeps: TransferDeps = { ...deps, db, blobs, streamLock: new StreamLock() };
+  const deps: CommandDeps = {
+    store,
+    clock,
+    serverKey,
+    snapshots: new SnapshotStore(db),
+    streamLock: new StreamLock(),
+  };
+  const transferDeps: TransferDeps = { ...deps, db, blobs };
   const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));
   testClock?.onAdvance(() => housekeeper.wake());
   const mailer: Mailer = config.smtpUrl

@@ -45,58 +45,60 @@ export async function registerAgent(
   input: AgentRegistration,
   actor: Actor,
 ) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now();
-    const agentId = randomUUID();
-    const account = await load(deps.store, accountDecider, streams.account(accountId));
-    const reserved = accepted(
-      accountDecider.decide({ type: "ReserveAgentSlug", agentId, slug: input.slug }, account.state, {
-        limits: limitsOf(account.state.plan),
-      }),
-    );
-    const keyVersion = reserved.find((e) => e.type === "AgentSlugReserved")?.data.keyVersion ?? 1;
+  return deps.streamLock.run(streams.account(accountId), () =>
+    retryOnConflict(async () => {
+      const now = deps.clock.now();
+      const agentId = randomUUID();
+      const account = await load(deps.store, accountDecider, streams.account(accountId));
+      const reserved = accepted(
+        accountDecider.decide({ type: "ReserveAgentSlug", agentId, slug: input.slug }, account.state, {
+          limits: limitsOf(account.state.plan),
+        }),
+      );
+      const keyVersion = reserved.find((e) => e.type === "AgentSlugReserved")?.data.keyVersion ?? 1;
 
-    let issued: IssuedConnectionToken | null = null;
-    let ticket: ConnectionTicket | null = null;
-    if (!input.keys) {
-      const connectionToken = newConnectionToken(agentId);
-      const tokenExpiresAt = new Date(now.getTime() + CONNECTION_TOKEN_TTL_MS).toISOString();
-      issued = { connectionToken, claimCode: newClaimCode(), tokenExpiresAt };
-      ticket = {
-        tokenHash: sha256Hex(connectionToken),
-        claimCode: issued.claimCode,
-        expiresAt: tokenExpiresAt,
-      };
-    }
-    const registered = accepted(
-      agentDecider.decide(
-        {
-          type: "RegisterAgent",
-          agentId,
-          accountId,
-          slug: input.slug,
-          profile: input.profile,
-          keyVersion,
-          keys: input.keys,
-          ticket,
-          now: now.toISOString(),
-        },
-        agentDecider.initialState(),
-        { digestsEqual },
-      ),
-    );
-    const stamp = now.toISOString();
-    const position = await appendAll(deps.store, [
-      toAppend(account, reserved, { ...actor, agentId }, stamp),
-      toAppend(
-        { streamId: streams.agent(agentId), expected: NO_STREAM },
-        registered,
-        { ...actor, agentId },
-        stamp,
-      ),
-    ]);
-    return { position, agentId, issued };
-  });
+      let issued: IssuedConnectionToken | null = null;
+      let ticket: ConnectionTicket | null = null;
+      if (!input.keys) {
+        const connectionToken = newConnectionToken(agentId);
+        const tokenExpiresAt = new Date(now.getTime() + CONNECTION_TOKEN_TTL_MS).toISOString();
+        issued = { connectionToken, claimCode: newClaimCode(), tokenExpiresAt };
+        ticket = {
+          tokenHash: sha256Hex(connectionToken),
+          claimCode: issued.claimCode,
+          expiresAt: tokenExpiresAt,
+        };
+      }
+      const registered = accepted(
+        agentDecider.decide(
+          {
+            type: "RegisterAgent",
+            agentId,
+            accountId,
+            slug: input.slug,
+            profile: input.profile,
+            keyVersion,
+            keys: input.keys,
+            ticket,
+            now: now.toISOString(),
+          },
+          agentDecider.initialState(),
+          { digestsEqual },
+        ),
+      );
+      const stamp = now.toISOString();
+      const position = await appendAll(deps.store, [
+        toAppend(account, reserved, { ...actor, agentId }, stamp),
+        toAppend(
+          { streamId: streams.agent(agentId), expected: NO_STREAM },
+          registered,
+          { ...actor, agentId },
+          stamp,
+        ),
+      ]);
+      return { position, agentId, issued };
+    }),
+  );
 }
 
 /** Completes the two-step flow. Any bad, expired or used token is the same 401. */

@@ -31,22 +31,24 @@ export function mintApiKey(deps: CommandDeps, accountId: string, name: string, n
 }
 
 export async function createApiKey(deps: CommandDeps, accountId: string, name: string, actor: Actor) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const account = await load(deps.store, accountDecider, streams.account(accountId));
-    const { issued, command } = mintApiKey(deps, accountId, name, now);
-    const limits = limitsOf(account.state.plan);
-    const accountEvents = accepted(
-      accountDecider.decide({ type: "AddApiKey", keyId: issued.id }, account.state, { limits }),
-    );
-    const keyStream = { streamId: streams.apiKey(issued.id), expected: "no_stream" as const };
-    const keyEvents = accepted(apiKeyDecider.decide(command, apiKeyDecider.initialState(), undefined));
-    const position = await appendAll(deps.store, [
-      toAppend(account, accountEvents, actor, now),
-      toAppend(keyStream, keyEvents, actor, now),
-    ]);
-    return { position, apiKey: issued };
-  });
+  return deps.streamLock.run(streams.account(accountId), () =>
+    retryOnConflict(async () => {
+      const now = deps.clock.now().toISOString();
+      const account = await load(deps.store, accountDecider, streams.account(accountId));
+      const { issued, command } = mintApiKey(deps, accountId, name, now);
+      const limits = limitsOf(account.state.plan);
+      const accountEvents = accepted(
+        accountDecider.decide({ type: "AddApiKey", keyId: issued.id }, account.state, { limits }),
+      );
+      const keyStream = { streamId: streams.apiKey(issued.id), expected: "no_stream" as const };
+      const keyEvents = accepted(apiKeyDecider.decide(command, apiKeyDecider.initialState(), undefined));
+      const position = await appendAll(deps.store, [
+        toAppend(account, accountEvents, actor, now),
+        toAppend(keyStream, keyEvents, actor, now),
+      ]);
+      return { position, apiKey: issued };
+    }),
+  );
 }
 
 export async function revokeApiKey(deps: CommandDeps, accountId: string, keyId: string, actor: Actor) {

@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.js";
 import type { EventStore } from "../eventstore/port.js";
 import type { SnapshotStore } from "./snapshots.js";
+import type { StreamSerializer } from "./stream-lock.js";
 
 /** What every command handler needs: where events go, what time it is, and the key that seals secrets. */
 export interface CommandDeps {
@@ -8,4 +9,6 @@ export interface CommandDeps {
   clock: Clock;
   serverKey: Buffer;
   snapshots: SnapshotStore;
+  /** Runs this process's decisions on one stream one at a time (StreamLock). */
+  streamLock: StreamSerializer;
 }

@@ -18,7 +18,6 @@ import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/po
 import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
 import type { CommandDeps } from "../deps.js";
-import type { StreamSerializer } from "../stream-lock.js";
 import {
   type Actor,
   accepted,
@@ -32,14 +31,10 @@ import {
   toAppend,
 } from "../streams.js";
 
-/**
- * What the transfer commands need beyond the log: the read models (names → ids), file storage, and
- * the lock that runs this process's decisions on one stream one at a time.
- */
+/** What the transfer commands need beyond the log: the read models (names → ids) and file storage. */
 export interface TransferDeps extends CommandDeps {
   db: Knex;
   blobs: BlobStore;
-  streamLock: StreamSerializer;
 }
 
 /** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */
