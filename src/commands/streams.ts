@@ -70,6 +70,21 @@ export async function loadSnapshotted<State, Event extends DomainEvent>(
 }
 
 /**
+ * After a load that folded many events past the snapshot, for streams other commands append to
+ * without snapshotting (an account's stream gains an event with every API key).
+ */
+export async function refreshSnapshot<State>(
+  deps: Pick<CommandDeps, "snapshots">,
+  loaded: Snapshotted<State>,
+): Promise<void> {
+  if (typeof loaded.expected !== "number") return;
+  if (loaded.expected - (loaded.snapshotRevision ?? -1) < SNAPSHOT_EVERY) return;
+  await deps.snapshots
+    .write(loaded.streamId, loaded.kind, { revision: loaded.expected, state: loaded.state })
+    .catch(() => {});
+}
+
+/**
  * After an append to a snapshotted stream: stores the state it now has when enough events have
  * followed the last snapshot. A failure here costs nothing but a longer fold next time.
  */

@@ -23,9 +23,9 @@ import {
   accepted,
   appendAll,
   keepSnapshot,
-  type Loaded,
   load,
   loadSnapshotted,
+  refreshSnapshot,
   retryOnConflict,
   type Snapshotted,
   toAppend,
@@ -39,6 +39,8 @@ export interface TransferDeps extends CommandDeps {
 
 /** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */
 const USAGE_SNAPSHOT = "usage/v2";
+/** The account stream's snapshot kind: a new shape of AccountState takes a new kind. */
+const ACCOUNT_SNAPSHOT = "account/v1";
 const SYSTEM: Actor = { accountId: null, keyId: null };
 
 /** What a new transfer is made of: the CreateTransfer command less the time the handler stamps. */
@@ -47,12 +49,13 @@ export type NewTransfer = Omit<Extract<TransferCommand, { type: "CreateTransfer"
 /** The sending account as a new transfer is decided against it: its plan and its books. */
 export interface Sender {
   limits: PlanLimits;
-  account: Loaded<AccountState>;
+  account: Snapshotted<AccountState>;
   usage: Snapshotted<UsageState>;
 }
 
 async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
-  const account = await load(deps.store, accountDecider, streams.account(accountId));
+  const account = await loadSnapshotted(deps, accountDecider, ACCOUNT_SNAPSHOT, streams.account(accountId));
+  await refreshSnapshot(deps, account);
   if (!account.state.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
   const usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
   return { limits: limitsOf(account.state.plan), account, usage };
