@@ -70,8 +70,10 @@ export async function loadSnapshotted<State, Event extends DomainEvent>(
 }
 
 /**
- * After a load that folded many events past the snapshot, for streams other commands append to
- * without snapshotting (an account's stream gains an event with every API key).
+ * Stores the state as loaded when SNAPSHOT_EVERY events have followed the last snapshot: after a
+ * load, for streams other commands append to without snapshotting (an account's stream gains an
+ * event with every API key), and after an append (keepSnapshot). A failure here costs nothing but
+ * a longer fold next time.
  */
 export async function refreshSnapshot<State>(
   deps: Pick<CommandDeps, "snapshots">,
@@ -84,10 +86,7 @@ export async function refreshSnapshot<State>(
     .catch(() => {});
 }
 
-/**
- * After an append to a snapshotted stream: stores the state it now has when enough events have
- * followed the last snapshot. A failure here costs nothing but a longer fold next time.
- */
+/** After an append to a snapshotted stream: refreshes its snapshot with the state it now has. */
 export async function keepSnapshot<State, Event extends DomainEvent>(
   deps: Pick<CommandDeps, "snapshots">,
   decider: Evolving<State, Event>,
@@ -96,9 +95,11 @@ export async function keepSnapshot<State, Event extends DomainEvent>(
 ): Promise<void> {
   if (events.length === 0) return;
   const revision = (typeof loaded.expected === "number" ? loaded.expected : -1) + events.length;
-  if (revision - (loaded.snapshotRevision ?? -1) < SNAPSHOT_EVERY) return;
-  const state = events.reduce(decider.evolve, loaded.state);
-  await deps.snapshots.write(loaded.streamId, loaded.kind, { revision, state }).catch(() => {});
+  await refreshSnapshot(deps, {
+    ...loaded,
+    expected: revision,
+    state: events.reduce(decider.evolve, loaded.state),
+  });
 }
 
 /** Who caused a change: recorded in every event's metadata for audits. */
