@@ -16,7 +16,8 @@ import {
 /**
  * Encrypts one file as the records of decisions 5.3. Its `encryptionIv` (base64 of the salt) is
  * known before the first byte, so the transfer can be signed before anything is uploaded.
- * `fixed` pins the salt or record size, for test vectors only.
+ * `fixed` pins the salt or record size: for test vectors, and for a retried upload, which must
+ * send the same ciphertext as the first attempt (the SDK signs the salt once, then retries).
  */
 export function createEncryptStream(
   contentKey: Uint8Array,
