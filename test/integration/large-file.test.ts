@@ -1,4 +1,6 @@
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
+import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomPublicKey, startTestApp, type TestApp } from "../support/app.js";
 import { freePort } from "../support/server-process.js";
@@ -87,6 +89,31 @@ function multipartBody(
     yield Buffer.from(`\r\n--${boundary}--\r\n`);
   }
   return streamOf(parts());
+}
+
+/**
+ * Sends a streamed body with node:http. Node 20's fetch keeps a streamed request body in memory
+ * (nodejs/undici#4058), which would make the client, not the server, what the RSS bound measures.
+ */
+function sendStream(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: ReadableStream<Uint8Array>,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method, headers }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+      response.on("error", reject);
+    });
+    request.on("error", reject);
+    Readable.fromWeb(body as import("node:stream/web").ReadableStream).pipe(request);
+  });
 }
 
 /** Samples this process's RSS every 50 ms from now on; `stop()` gives the largest growth seen. */
@@ -179,13 +206,13 @@ describe("large files through a listening server", () => {
 
     const rss = watchRss();
     const started = Date.now();
-    const response = await fetch(`${base}/v1/transfers`, {
-      method: "POST",
-      headers: { ...auth(), "content-type": `multipart/form-data; boundary=${boundary}` },
+    const response = await sendStream(
+      `${base}/v1/transfers`,
+      "POST",
+      { ...auth(), "content-type": `multipart/form-data; boundary=${boundary}` },
       body,
-      duplex: "half",
-    } as RequestInit);
-    const text = await response.text();
+    );
+    const { text } = response;
     const growth = rss.stop();
     console.info(
       `multipart upload of ${SIZE / MiB} MiB: ${Date.now() - started} ms, RSS growth ${(growth / MiB).toFixed(1)} MiB`,
@@ -229,13 +256,8 @@ describe("large files through a listening server", () => {
 
     const rss = watchRss();
     const started = Date.now();
-    const put = await fetch(upload.upload_url, {
-      method: upload.method,
-      headers: upload.headers,
-      body: streamOf(data.chunks()),
-      duplex: "half",
-    } as RequestInit);
-    const putText = await put.text();
+    const put = await sendStream(upload.upload_url, upload.method, upload.headers, streamOf(data.chunks()));
+    const putText = put.text;
     const growth = rss.stop();
     console.info(
       `presigned PUT of ${SIZE / MiB} MiB: ${Date.now() - started} ms, RSS growth ${(growth / MiB).toFixed(1)} MiB`,
