@@ -25,7 +25,6 @@ import {
   keepSnapshot,
   load,
   loadSnapshotted,
-  refreshSnapshot,
   retryOnConflict,
   type Snapshotted,
   toAppend,
@@ -55,7 +54,6 @@ export interface Sender {
 
 async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
   const account = await loadSnapshotted(deps, accountDecider, ACCOUNT_SNAPSHOT, streams.account(accountId));
-  await refreshSnapshot(deps, account);
   if (!account.state.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
   const usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
   return { limits: limitsOf(account.state.plan), account, usage };
