@@ -10,10 +10,11 @@ import type { Knex } from "knex";
  * where `expected` is a revision, -1 (no stream yet) or -2 (any). A stream not at its expected
  * revision raises SQLSTATE HV409 with the stream and its actual revision in DETAIL, which rolls
  * back the whole statement. Returns one row per append: its last revision and position parts.
+ * `notifier` (the appending instance) is the notification's payload, so it can ignore its own.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
-    create function handoff_append(appends jsonb, notify_channel text)
+    create function handoff_append(appends jsonb, notify_channel text, notifier text)
     returns table (last_revision bigint, transaction_text text, last_position bigint)
     language plpgsql as $$
     declare
@@ -56,7 +57,7 @@ export async function up(knex: Knex): Promise<void> {
         moved := null;
       end loop;
       if notify_channel is not null then
-        perform pg_notify(notify_channel, '');
+        perform pg_notify(notify_channel, notifier);
       end if;
     end
     $$
@@ -64,5 +65,5 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw("drop function handoff_append(jsonb, text)");
+  await knex.raw("drop function handoff_append(jsonb, text, text)");
 }

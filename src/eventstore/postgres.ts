@@ -165,7 +165,7 @@ export class PostgresEventStore implements EventStore {
   private async commit(appends: StreamAppend[]): Promise<AppendResult[]> {
     try {
       // Delivered when the statement commits, to every process that listens.
-      const results = await appendWith(this.db, appends, this.listener ? APPEND_CHANNEL : null);
+      const results = await appendWith(this.db, appends, this.listener);
       this.signal.notify();
       countAppended(appends);
       return results;
@@ -214,7 +214,7 @@ const WRONG_EXPECTED_VERSION = "HV409";
 export async function appendWith(
   db: Knex | Knex.Transaction,
   appends: StreamAppend[],
-  notifyChannel: string | null = null,
+  listener: AppendListener | null = null,
 ): Promise<AppendResult[]> {
   const payload = appends.map(({ streamId, expected, events }) => {
     if (events.length === 0) throw new Error(`empty append to ${streamId}`);
@@ -232,7 +232,11 @@ export async function appendWith(
   try {
     const result = await db.raw<{
       rows: { last_revision: string | number; transaction_text: string; last_position: string | number }[];
-    }>("select * from handoff_append(?::jsonb, ?)", [JSON.stringify(payload), notifyChannel]);
+    }>("select * from handoff_append(?::jsonb, ?, ?)", [
+      JSON.stringify(payload),
+      listener ? APPEND_CHANNEL : null,
+      listener?.instanceId ?? null,
+    ]);
     return result.rows.map((row) => ({
       revision: Number(row.last_revision),
       position: encodePosition(row.transaction_text, row.last_position),

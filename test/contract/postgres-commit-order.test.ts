@@ -45,11 +45,13 @@ describe.skipIf(!postgresServer)(titled("out-of-order commits on PostgreSQL", po
     try {
       const slow = await database.db.transaction();
       // The slow writer takes the lower global position first...
-      await appendWith(slow, [{
-        streamId: `slow-${randomUUID()}`,
-        expected: "no_stream",
-        events: [event("Slow")],
-      }]);
+      await appendWith(slow, [
+        {
+          streamId: `slow-${randomUUID()}`,
+          expected: "no_stream",
+          events: [event("Slow")],
+        },
+      ]);
       // ...then a fast writer takes a higher one and commits first.
       await store.append(`fast-${randomUUID()}`, "no_stream", [event("Fast")]);
 

@@ -60,8 +60,8 @@ async function countingConflicts<T>(
     }
   };
   if (holdReadsMs > 0) {
-    store.readStream = async (streamId) => {
-      const events = await readStream.call(store, streamId);
+    store.readStream = async (streamId, fromRevision) => {
+      const events = await readStream.call(store, streamId, fromRevision);
       await delay(holdReadsMs);
       return events;
     };

@@ -12,7 +12,7 @@ import {
   type TransferEvent,
   transferDecider,
 } from "../../../domain/transfer.js";
-import { type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
+import { storageLeft, type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
 import type { BlobStore } from "../../blobs/port.js";
 import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/port.js";
 import { limitsOf } from "../../plans/catalog.js";
@@ -60,13 +60,22 @@ async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender>
 }
 
 /**
- * The sender's plan and books, with its overdue transfers expired first: storage held by a
- * transfer past its expiry is free at once (decisions 3.14), whether or not the housekeeper has
- * swept it yet, so each is expired here as the housekeeper would.
+ * The sender's plan and books, with its overdue transfers expired first when the new transfer
+ * could need their storage: storage held by a transfer past its expiry is free at once
+ * (decisions 3.14), whether or not the housekeeper has swept it yet, so each is expired here as
+ * the housekeeper would. `bytesAtMost` bounds what the new transfer can store (a request's
+ * Content-Length, the sizes a presigned create declares; null when unknown): when the storage
+ * left already covers it, no expiry can change the decision, and the look-up is skipped.
  */
-export async function prepareSender(deps: TransferDeps, accountId: string): Promise<Sender> {
+export async function prepareSender(
+  deps: TransferDeps,
+  accountId: string,
+  bytesAtMost: number | null,
+): Promise<Sender> {
   const sender = await loadSender(deps, accountId);
-  if (sender.limits.storageBytes === null || sender.usage.state.bytesHeld === 0) return sender;
+  const left = storageLeft(sender.usage.state, sender.limits);
+  if (left === null || sender.usage.state.bytesHeld === 0) return sender;
+  if (bytesAtMost !== null && bytesAtMost <= left) return sender;
   const overdue = await overdueTransfersOf(deps.db, accountId, deps.clock.now());
   if (overdue.length === 0) return sender;
   for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM);

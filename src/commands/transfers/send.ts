@@ -22,6 +22,15 @@ export interface StagedUpload {
   discard(): Promise<void>;
 }
 
+/** A multipart request's body as it arrives. */
+export interface MultipartUpload {
+  parts: AsyncIterable<Multipart>;
+  /** Its declared Content-Length, or null (chunked): no file can take more. */
+  bodyBytes: number | null;
+  /** An Idempotency-Key came with it: fingerprint the files so a retry can be recognised. */
+  fingerprinted: boolean;
+}
+
 /**
  * Streams every file of a multipart send into file storage, cut off at the plan's file size and
  * the storage the sender has left. Nothing is recorded yet: the form is validated and decided next.
@@ -29,10 +38,9 @@ export interface StagedUpload {
 export async function stageUpload(
   deps: TransferDeps,
   caller: Actor & { accountId: string },
-  parts: AsyncIterable<Multipart>,
-  fingerprinted: boolean,
+  { parts, bodyBytes, fingerprinted }: MultipartUpload,
 ): Promise<StagedUpload> {
-  const sender = await prepareSender(deps, caller.accountId);
+  const sender = await prepareSender(deps, caller.accountId, bodyBytes);
   const transferId = newTransferId();
   const form = await receiveMultipart(
     parts,
