@@ -5,7 +5,8 @@ import * as transfers from "./003_transfers.js";
 import * as connections from "./004_connections.js";
 import * as broadcasts from "./005_broadcasts.js";
 import * as snapshots from "./006_snapshots.js";
-import * as appendFunction from "./007_append_function.js";
+import * as humans from "./007_humans.js";
+import * as appendFunction from "./008_append_function.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -20,7 +21,8 @@ const migrations: Record<string, Migration> = {
   "004_connections": connections,
   "005_broadcasts": broadcasts,
   "006_snapshots": snapshots,
-  "007_append_function": appendFunction,
+  "007_humans": humans,
+  "008_append_function": appendFunction,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -195,7 +195,7 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
-/** How `handoff_append` (migrations/007_append_function.ts) names an expected version. */
+/** How `handoff_append` (migrations/008_append_function.ts) names an expected version. */
 function expectedCode(expected: ExpectedVersion): number {
   if (expected === NO_STREAM) return -1;
   if (expected === ANY) return -2;
