@@ -61,8 +61,7 @@ export async function loadSnapshotted<State, Event extends DomainEvent>(
     .map(asEvent<Event>)
     .reduce(decider.evolve, snapshot?.state ?? decider.initialState());
   const last = recorded.at(-1)?.revision ?? snapshot?.revision;
-  if (last !== undefined && recorded.length > 0)
-    await deps.snapshots.keep(streamId, kind, { revision: last, state });
+  if (last !== undefined) await deps.snapshots.keep(streamId, kind, { revision: last, state });
   return { streamId, state, expected: last ?? NO_STREAM, kind };
 }
 

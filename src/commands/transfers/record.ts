@@ -19,6 +19,7 @@ import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
 import type { HeldContentKeys } from "../../security/at-rest.js";
 import type { CommandDeps } from "../deps.js";
+import type { Outcome } from "../stream-lock.js";
 import {
   type Actor,
   accepted,
@@ -87,51 +88,98 @@ export async function prepareSender(
   return loadSender(deps, accountId);
 }
 
+/** A transfer as its create decided it, and where the append that recorded it ended. */
+export interface Created {
+  position: Position;
+  transfer: Transfer;
+}
+
 /**
  * Records a new transfer and counts it on the sender's quota stream in one atomic append, so the
  * monthly count and the storage limit hold however many uploads race (decisions 3.14). The books
  * are read inside the stream's turn: read before it (before an upload, say) they would be stale
- * whenever another upload finished first.
+ * whenever another upload finished first. Creates that queue for the turn are decided in it
+ * together (createTogether).
  */
-export async function createTransfer(
-  deps: TransferDeps,
-  input: NewTransfer,
-  actor: Actor,
-): Promise<{ position: Position; transfer: Transfer }> {
-  const usageStream = streams.usage(input.parties.senderAccountId);
-  return deps.streamLock.run(usageStream, () =>
-    retryOnConflict(async () => {
-      const accountId = input.parties.senderAccountId;
-      const { limits, account, usage } = await loadSender(deps, accountId);
-      const now = deps.clock.now().toISOString();
-      const created = accepted(
-        transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
-          limits,
-        }),
-      );
-      const counted: UsageEvent[] = accepted(
-        usageDecider.decide(
-          {
-            type: "CountTransfer",
-            transferId: input.transferId,
-            period: billingPeriodStart(account.state.createdAt, now),
-            bytes: bytesOf(input.files),
-            // Spec section 8: sends to people without an account are limited per UTC day.
-            inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
-            expiresAt: input.terms.expiresAt,
-          },
-          usage.state,
-          { limits },
-        ),
-      );
-      const position = await appendAll(deps.store, [
-        toAppend({ streamId: streams.transfer(input.transferId), expected: NO_STREAM }, created, actor, now),
-        toAppend(usage, counted, actor, now),
-      ]);
-      await keepSnapshot(deps, usageDecider, usage, counted);
-      return { position: position ?? "", transfer: decided(created) };
-    }),
+export function createTransfer(deps: TransferDeps, input: NewTransfer, actor: Actor): Promise<Created> {
+  return deps.streamLock.together(streams.usage(input.parties.senderAccountId), { input, actor }, (queued) =>
+    createTogether(deps, queued),
   );
+}
+
+/**
+ * Decides the creates that queued on one sender's quota stream in order, each against the books
+ * as the ones before it left them, and records the accepted ones in one append: a busy account
+ * pays one load and one append for a whole queue of uploads instead of one each. A refused create
+ * is refused alone; a conflict with another process re-decides them all.
+ */
+async function createTogether(
+  deps: TransferDeps,
+  queued: { input: NewTransfer; actor: Actor }[],
+): Promise<Outcome<Created>[]> {
+  const accountId = queued[0]?.input.parties.senderAccountId;
+  if (!accountId) return [];
+  return retryOnConflict(async () => {
+    const { limits, account, usage } = await loadSender(deps, accountId);
+    const now = deps.clock.now().toISOString();
+    let books = usage.state;
+    const decisions: (Transfer | DomainError)[] = [];
+    const transferAppends: StreamAppend[] = [];
+    const counted: UsageEvent[] = [];
+    const countedToStore: StreamAppend["events"] = [];
+    for (const { input, actor } of queued) {
+      try {
+        const created = accepted(
+          transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
+            limits,
+          }),
+        );
+        const counts = accepted(
+          usageDecider.decide(
+            {
+              type: "CountTransfer",
+              transferId: input.transferId,
+              period: billingPeriodStart(account.state.createdAt, now),
+              bytes: bytesOf(input.files),
+              // Spec section 8: sends to people without an account are limited per UTC day.
+              inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
+              expiresAt: input.terms.expiresAt,
+            },
+            books,
+            { limits },
+          ),
+        );
+        books = counts.reduce(usageDecider.evolve, books);
+        counted.push(...counts);
+        countedToStore.push(...toAppend(usage, counts, actor, now).events);
+        transferAppends.push(
+          toAppend(
+            { streamId: streams.transfer(input.transferId), expected: NO_STREAM },
+            created,
+            actor,
+            now,
+          ),
+        );
+        decisions.push(decided(created));
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        decisions.push(error);
+      }
+    }
+    const position =
+      transferAppends.length === 0
+        ? null
+        : await appendAll(deps.store, [
+            ...transferAppends,
+            { streamId: usage.streamId, expected: usage.expected, events: countedToStore },
+          ]);
+    await keepSnapshot(deps, usageDecider, usage, counted);
+    return decisions.map((d) =>
+      d instanceof DomainError
+        ? { ok: false, error: d }
+        : { ok: true, value: { position: position ?? "", transfer: d } },
+    );
+  });
 }
 
 /** A change command without its time, which the handler stamps from the service clock. */
