@@ -11,7 +11,7 @@ export {
 export { createIdentity, type Identity, loadIdentity, saveIdentity } from "./identity.js";
 export type { ListenOptions } from "./listen.js";
 export { defaultPinsPath } from "./pins.js";
-export { plainSizeOf, type ReceivedFile, type ReceiveOptions, type ReceiveResult } from "./receive.js";
+export type { ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
 export { PRESIGNED_THRESHOLD, type Progress, type SendOptions } from "./send.js";
 export {
   createFileScan,
