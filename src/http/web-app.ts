@@ -4,8 +4,20 @@ import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyPluginAsync } from "fastify";
 
-/** The pages of decisions 4.8: each answers with the app's one HTML document, which routes in the browser. */
-export const WEB_APP_PAGES = ["/", "/signup", "/verify", "/login", "/inbox", "/send", "/settings"] as const;
+/**
+ * The pages of decisions 4.8, and `/t/{id}` (a transfer's `url`, shown in the inbox): each answers
+ * with the app's one HTML document, which routes in the browser.
+ */
+export const WEB_APP_PAGES = [
+  "/",
+  "/signup",
+  "/verify",
+  "/login",
+  "/inbox",
+  "/send",
+  "/settings",
+  "/t/:id",
+] as const;
 
 /** Where the bundler puts hashed file names: safe to cache for a year. */
 const HASHED_ASSETS = "/assets/";

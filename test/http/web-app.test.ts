@@ -15,7 +15,7 @@ function fixtureWebRoot(): { path: string; remove(): void } {
   return dir;
 }
 
-const PAGES = ["/", "/signup", "/verify", "/login", "/inbox", "/send", "/settings"];
+const PAGES = ["/", "/signup", "/verify", "/login", "/inbox", "/send", "/settings", "/t/tr_abc123"];
 
 describe("the web app, served from the API's origin (decisions 4.8)", () => {
   let t: TestApp;
@@ -65,6 +65,7 @@ describe("the web app, served from the API's origin (decisions 4.8)", () => {
     expectError(await t.call("GET", "/v1/agents"), 401, "UNAUTHORIZED");
     expectError(await t.call("GET", "/v1/no-such-route"), 404, "NOT_FOUND");
     expectError(await t.call("GET", "/inbox/extra"), 404, "NOT_FOUND");
+    expectError(await t.call("GET", "/t/tr_abc/extra"), 404, "NOT_FOUND");
     expectError(await t.call("GET", "/assets/missing.js"), 404, "NOT_FOUND");
     expectError(await t.call("GET", "/index.html/../../package.json"), 404, "NOT_FOUND");
     expectError(await t.call("POST", "/inbox", { body: {} }), 404, "NOT_FOUND");

@@ -28,9 +28,15 @@ export function navigate(to: string, options: { replace?: boolean } = {}): void 
   void render();
 }
 
+/** A transfer's own address (its `url`) opens the inbox at that transfer. */
+const TRANSFER_PATH = /^\/t\/([\w-]+)$/;
+
 export async function render(): Promise<void> {
   const main = document.getElementById("main") as HTMLElement;
-  const page = routes.get(location.pathname);
+  const query = new URLSearchParams(location.search);
+  const transfer = TRANSFER_PATH.exec(location.pathname)?.[1];
+  if (transfer) query.set("transfer", transfer);
+  const page = routes.get(transfer ? "/inbox" : location.pathname);
   if (!page) {
     document.title = "Not found · Handoff";
     replace(
@@ -47,7 +53,7 @@ export async function render(): Promise<void> {
   document.title = `${page.title} · Handoff`;
   onNavigate();
   replace(main);
-  await page.render({ main, query: new URLSearchParams(location.search) });
+  await page.render({ main, query });
   // Screen readers hear the new page: focus moves to its content, as after a full load.
   main.focus({ preventScroll: true });
 }

@@ -32,7 +32,7 @@ const STATUS_WORDS: Record<string, string> = {
 export const inboxPage: Page = {
   title: "Inbox",
   needsSession: true,
-  async render({ main }) {
+  async render({ main, query }) {
     const keyArea = h("section", { "aria-labelledby": "key-heading" });
     const list = h("section", { "aria-labelledby": "files-heading" });
     replace(main, h("h1", {}, "Inbox"), keyArea, list);
@@ -42,6 +42,7 @@ export const inboxPage: Page = {
       const pair = key ? unlockedKey(key.key_version) : null;
       drawKeyArea(keyArea, key, pair, refresh);
       await drawTransfers(list, key, pair);
+      highlight(list, query.get("transfer"));
     };
     try {
       await refresh();
@@ -50,6 +51,16 @@ export const inboxPage: Page = {
     }
   },
 };
+
+/** Opened from a transfer's own address: bring that transfer into view. */
+function highlight(list: HTMLElement, transferId: string | null) {
+  if (!transferId) return;
+  const item = [...list.querySelectorAll<HTMLElement>("[data-transfer]")].find(
+    (el) => el.dataset.transfer === transferId,
+  );
+  item?.classList.add("highlight");
+  item?.scrollIntoView({ block: "center" });
+}
 
 function drawKeyArea(
   area: HTMLElement,

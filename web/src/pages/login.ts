@@ -5,7 +5,7 @@ import { type Session, saveSession } from "../session.js";
 
 /** Only paths of this app: a `next` pointing elsewhere would make the login page an open redirect. */
 function safeNext(next: string | null): string {
-  return next && /^\/[a-z]*$/.test(next) ? next : "/inbox";
+  return next && /^\/([a-z]*|t\/[\w-]+)$/.test(next) ? next : "/inbox";
 }
 
 export const loginPage: Page = {
