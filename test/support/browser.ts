@@ -23,6 +23,8 @@ const ARGS = [
 
 export interface Browser {
   context: BrowserContext;
+  /** The fresh profile folder, which also names the browser's processes. */
+  profile: string;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function launchChromium(): Promise<Browser> {
   });
   return {
     context,
+    profile,
     async close() {
       await context.close();
       rmSync(profile, { recursive: true, force: true });

@@ -48,18 +48,16 @@ self.addEventListener("fetch", (event) => {
   const id = url.pathname.slice(DOWNLOAD_PATH.length);
   const entry = pending.get(id);
   pending.delete(id);
-  event.respondWith(entry ? serve(entry) : gone());
+  event.respondWith(entry ? serve(entry) : nothing());
 });
 
 function post(port: MessagePort, message: WorkerToPage): void {
   port.postMessage(message);
 }
 
-function gone(): Response {
-  return new Response("This download has already started or has expired; start it again from your inbox.", {
-    status: 404,
-    headers: { "content-type": "text/plain; charset=utf-8" },
-  });
+/** No content: the navigation leaves the page where it is, and the page says what went wrong. */
+function nothing(): Response {
+  return new Response(null, { status: 204 });
 }
 
 async function serve({ job, port }: Pending): Promise<Response> {
@@ -68,11 +66,11 @@ async function serve({ job, port }: Pending): Promise<Response> {
     encrypted = await fetch(job.url);
   } catch {
     post(port, { type: "error", message: "the file could not be fetched; check your connection" });
-    return gone();
+    return nothing();
   }
   if (!encrypted.ok || !encrypted.body) {
     post(port, { type: "error", message: `the file could not be fetched (HTTP ${encrypted.status})` });
-    return gone();
+    return nothing();
   }
   const plain = encrypted.body.pipeThrough(createDecryptStream(job.contentKey, job.encryptionIv));
   job.contentKey.fill(0);
