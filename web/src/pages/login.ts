@@ -1,5 +1,6 @@
-import { api, messageOf } from "../api.js";
-import { busy, field, h, replace, showStatus, statusLine } from "../dom.js";
+import { api } from "../api.js";
+import { field, h, replace, showStatus } from "../dom.js";
+import { actionForm, passwordInput } from "../form.js";
 import { navigate, type Page } from "../router.js";
 import { type Session, saveSession } from "../session.js";
 
@@ -12,39 +13,23 @@ export const loginPage: Page = {
   title: "Log in",
   render({ main, query }) {
     const email = h("input", { type: "email", name: "email", autocomplete: "username", required: true });
-    const password = h("input", {
-      type: "password",
-      name: "password",
-      autocomplete: "current-password",
-      required: true,
+    const password = passwordInput("password", "current-password");
+    const form = actionForm({
+      fields: [field("E-mail address", email), field("Password", password)],
+      submit: "Log in",
+      working: "Logging in…",
+      async action() {
+        const session = await api<Session>("/v1/auth/login", {
+          method: "POST",
+          anonymous: true,
+          json: { email: email.value.trim(), password: password.value },
+        });
+        saveSession(session);
+        navigate(safeNext(query.get("next")));
+      },
     });
-    const status = statusLine();
-    const form = h(
-      "form",
-      { class: "card" },
-      field("E-mail address", email),
-      field("Password", password),
-      h("button", { type: "submit" }, "Log in"),
-      status,
-    );
-    if (query.get("expired")) showStatus(status, "Your session has ended. Log in again.", "info");
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      void busy(form, async () => {
-        showStatus(status, "Logging in…");
-        try {
-          const session = await api<Session>("/v1/auth/login", {
-            method: "POST",
-            anonymous: true,
-            json: { email: email.value.trim(), password: password.value },
-          });
-          saveSession(session);
-          navigate(safeNext(query.get("next")));
-        } catch (error) {
-          showStatus(status, messageOf(error), "error");
-        }
-      });
-    });
+    const status = form.querySelector(".status") as HTMLElement;
+    if (query.get("expired")) showStatus(status, "Your session has ended. Log in again.");
     replace(
       main,
       h("h1", {}, "Log in"),

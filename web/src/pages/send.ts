@@ -1,5 +1,6 @@
-import { api, messageOf } from "../api.js";
-import { busy, field, h, replace, showStatus, statusLine } from "../dom.js";
+import { api } from "../api.js";
+import { field, h, replace, showStatus } from "../dom.js";
+import { actionForm } from "../form.js";
 import { formatBytes } from "../format.js";
 import type { Page } from "../router.js";
 import { type SendStage, sendToAgent } from "../send-transfer.js";
@@ -65,38 +66,29 @@ export const sendPage: Page = {
     );
     const files = h("input", { type: "file", name: "files", multiple: true, required: true });
     const progress = h("progress", { max: 1, value: 0, hidden: true, "aria-label": "Send progress" });
-    const status = statusLine();
-    const form = h(
-      "form",
-      { class: "card" },
-      field(
-        "Agent",
-        agent,
-        "The agent's id, for example report-bot. It must belong to an account you are connected with, or one that has sent you files.",
-      ),
-      field(
-        "Agent's account (optional)",
-        account,
-        "Only needed when several accounts have an agent with that id.",
-      ),
-      field("Files", files, "Encrypted in this browser before upload, to the agent's key."),
-      field("Message (optional)", message),
-      field("Available for", expires),
-      h("button", { type: "submit" }, "Encrypt and send"),
-      progress,
-      status,
-      agents,
-    );
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      const session = currentSession();
-      const chosen = [...(files.files ?? [])];
-      if (!session) return;
-      if (chosen.length === 0) {
-        showStatus(status, "Choose at least one file.", "error");
-        return;
-      }
-      void busy(form, async () => {
+    const form = actionForm({
+      fields: [
+        field(
+          "Agent",
+          agent,
+          "The agent's id, for example report-bot. It must belong to an account you are connected with, or one that has sent you files.",
+        ),
+        field(
+          "Agent's account (optional)",
+          account,
+          "Only needed when several accounts have an agent with that id.",
+        ),
+        field("Files", files, "Encrypted in this browser before upload, to the agent's key."),
+        field("Message (optional)", message),
+        field("Available for", expires),
+      ],
+      submit: "Encrypt and send",
+      after: [progress, agents],
+      async action(status) {
+        const session = currentSession();
+        const chosen = [...(files.files ?? [])];
+        if (!session) return;
+        if (chosen.length === 0) throw new Error("Choose at least one file.");
         progress.hidden = false;
         progress.value = 0;
         showStatus(status, `Looking up ${agent.value.trim()}…`);
@@ -125,9 +117,9 @@ export const sendPage: Page = {
           form.reset();
         } catch (error) {
           progress.hidden = true;
-          showStatus(status, messageOf(error), "error");
+          throw error;
         }
-      });
+      },
     });
     replace(main, h("h1", {}, "Send a file to an agent"), form);
   },

@@ -1,5 +1,6 @@
 import { api, messageOf } from "../api.js";
-import { busy, field, h, replace, showStatus, statusLine } from "../dom.js";
+import { field, h, replace, showStatus, statusLine } from "../dom.js";
+import { actionForm } from "../form.js";
 import { formatDate } from "../format.js";
 import { fetchReceivingKey } from "../receiving-key.js";
 import type { Page } from "../router.js";
@@ -75,34 +76,26 @@ async function drawReceiving(section: HTMLElement) {
 async function drawKeys(section: HTMLElement, accountId: string) {
   const status = statusLine();
   const name = h("input", { type: "text", name: "key-name", required: true, maxlength: 200 });
-  const form = h(
-    "form",
-    { class: "inline" },
-    field("Name of a new key", name),
-    h("button", { type: "submit" }, "Create API key"),
-  );
   const redraw = () => drawKeys(section, accountId);
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void busy(form, async () => {
-      try {
-        const created = await api<ApiKey & { api_key: string }>("/v1/api-keys", {
-          method: "POST",
-          json: { name: name.value.trim() },
-        });
-        await redraw();
-        section.append(
-          h(
-            "div",
-            { class: "notice", role: "status" },
-            h("p", {}, `New key “${created.name}”: copy it now and keep it secret.`),
-            h("code", { class: "secret" }, created.api_key),
-          ),
-        );
-      } catch (error) {
-        showStatus(status, messageOf(error), "error");
-      }
-    });
+  const form = actionForm({
+    layout: "inline",
+    fields: [field("Name of a new key", name)],
+    submit: "Create API key",
+    async action() {
+      const created = await api<ApiKey & { api_key: string }>("/v1/api-keys", {
+        method: "POST",
+        json: { name: name.value.trim() },
+      });
+      await redraw();
+      section.append(
+        h(
+          "div",
+          { class: "notice", role: "status" },
+          h("p", {}, `New key “${created.name}”: copy it now and keep it secret.`),
+          h("code", { class: "secret" }, created.api_key),
+        ),
+      );
+    },
   });
   let list: HTMLElement;
   try {
@@ -175,22 +168,14 @@ async function drawConnections(section: HTMLElement) {
       .then(redraw)
       .catch((error) => showStatus(status, messageOf(error), "error"));
   const peer = h("input", { type: "email", name: "peer", required: true });
-  const form = h(
-    "form",
-    { class: "inline" },
-    field("Connect with the account of", peer, "Its e-mail address; they accept on their side."),
-    h("button", { type: "submit" }, "Send invitation"),
-  );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void busy(form, async () => {
-      try {
-        await api("/v1/connections", { method: "POST", json: { account: peer.value.trim() } });
-        await redraw();
-      } catch (error) {
-        showStatus(status, messageOf(error), "error");
-      }
-    });
+  const form = actionForm({
+    layout: "inline",
+    fields: [field("Connect with the account of", peer, "Its e-mail address; they accept on their side.")],
+    submit: "Send invitation",
+    async action() {
+      await api("/v1/connections", { method: "POST", json: { account: peer.value.trim() } });
+      await redraw();
+    },
   });
   let list: HTMLElement;
   try {
