@@ -6,10 +6,21 @@ import { type PlanLimits, withinLimit } from "./plan-limits.js";
  * keys are reserved here in the same atomic append that creates the agent or key, so uniqueness
  * and limits hold at append time whatever the read models say.
  */
+/** Decisions section 4: a sign-up makes a human account; the admin endpoint and the CLI an agent one. */
+export type AccountKind = "human" | "agent";
+
 export type AccountEvent =
   | {
       type: "AccountCreated";
-      data: { accountId: string; email: string; name: string; plan: string; createdAt: string };
+      /** `kind` is absent from events recorded before human accounts existed: those are agent accounts. */
+      data: {
+        accountId: string;
+        email: string;
+        name: string;
+        plan: string;
+        createdAt: string;
+        kind?: AccountKind;
+      };
     }
   | { type: "AccountPlanChanged"; data: { plan: string; previousPlan: string } }
   | { type: "AgentSlugReserved"; data: { agentId: string; slug: string; keyVersion: number } }
@@ -20,7 +31,15 @@ export type AccountEvent =
   | { type: "ConnectionReleased"; data: { connectionId: string } };
 
 export type AccountCommand =
-  | { type: "CreateAccount"; accountId: string; email: string; name: string; plan: string; now: string }
+  | {
+      type: "CreateAccount";
+      accountId: string;
+      email: string;
+      name: string;
+      plan: string;
+      kind: AccountKind;
+      now: string;
+    }
   | { type: "ChangePlan"; plan: string }
   | { type: "ReserveAgentSlug"; agentId: string; slug: string }
   | { type: "ReleaseAgentSlug"; agentId: string }
@@ -57,8 +76,8 @@ function decide(
 ): Decision<AccountEvent> {
   if (command.type === "CreateAccount") {
     if (state.exists) return refuse("ACCOUNT_EXISTS", "the account already exists");
-    const { accountId, email, name, plan, now } = command;
-    return [{ type: "AccountCreated", data: { accountId, email, name, plan, createdAt: now } }];
+    const { accountId, email, name, plan, kind, now } = command;
+    return [{ type: "AccountCreated", data: { accountId, email, name, plan, createdAt: now, kind } }];
   }
   if (!state.exists) return refuse("NOT_FOUND", "no such account");
   switch (command.type) {
@@ -160,3 +179,6 @@ export function claimEmail(existing: EmailClaimEvent[], accountId: string): Deci
   if (existing.length > 0) return refuse("ACCOUNT_EXISTS", "an account with this e-mail already exists");
   return [{ type: "AccountEmailClaimed", data: { accountId } }];
 }
+
+/** The kind of the account an AccountCreated event made (events from before humans: agent). */
+export const accountKindOf = (data: { kind?: AccountKind }): AccountKind => data.kind ?? "agent";

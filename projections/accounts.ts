@@ -1,4 +1,4 @@
-import type { AccountEvent } from "../domain/account.js";
+import { type AccountEvent, accountKindOf } from "../domain/account.js";
 import { categoryProjection } from "./projection.js";
 
 export const accountsProjection = categoryProjection<AccountEvent>({
@@ -9,7 +9,14 @@ export const accountsProjection = categoryProjection<AccountEvent>({
     switch (event.type) {
       case "AccountCreated": {
         const { email, name, plan, createdAt } = event.data;
-        await trx("accounts").insert({ id, email, name, plan, created_at: createdAt });
+        await trx("accounts").insert({
+          id,
+          email,
+          name,
+          plan,
+          kind: accountKindOf(event.data),
+          created_at: createdAt,
+        });
         return;
       }
       case "AccountPlanChanged":

@@ -3,6 +3,7 @@ import { agentsProjection } from "./agents.js";
 import { apiKeysProjection } from "./api-keys.js";
 import { broadcastsProjection } from "./broadcasts.js";
 import { connectionsProjection } from "./connections.js";
+import { humansProjection, sessionsProjection } from "./humans.js";
 import type { Projection } from "./projection.js";
 import { transfersProjection } from "./transfers.js";
 
@@ -12,6 +13,8 @@ export const projections: Projection[] = [
   apiKeysProjection,
   broadcastsProjection,
   connectionsProjection,
+  humansProjection,
+  sessionsProjection,
   transfersProjection,
 ];
 

@@ -1,4 +1,4 @@
-import type { TransferEvent } from "../domain/transfer.js";
+import { type TransferEvent, type TransferRecord, withWrappedKey } from "../domain/transfer.js";
 import { categoryProjection } from "./projection.js";
 
 /**
@@ -46,6 +46,23 @@ export const transfersProjection = categoryProjection<TransferEvent>({
       case "TransferActivated":
         await trx("transfers").where({ id }).update({ status: "active", inbox_position: recorded.position });
         return;
+      case "ContentKeyWrapped": {
+        const row = await trx("transfers").where({ id }).first("files", "encryption");
+        const record = withWrappedKey(
+          { files: row.files, encryption: row.encryption } as TransferRecord,
+          event.data,
+        );
+        await trx("transfers")
+          .where({ id })
+          .update({
+            recipient_account_id: record.recipientAccountId,
+            pending_reason: null,
+            is_encrypted: true,
+            files: JSON.stringify(record.files),
+            encryption: JSON.stringify(record.encryption),
+          });
+        return;
+      }
       case "DownloadRecorded":
         await trx("transfers").where({ id }).update({ downloads: event.data.downloads });
         return;

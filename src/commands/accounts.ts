@@ -44,7 +44,7 @@ export async function createAccount(deps: CommandDeps, input: NewAccount, actor:
     const account = { streamId: streams.account(accountId), expected: NO_STREAM } as const;
     const created = accepted(
       accountDecider.decide(
-        { type: "CreateAccount", accountId, ...input, now },
+        { type: "CreateAccount", accountId, ...input, kind: "agent", now },
         accountDecider.initialState(),
         { limits },
       ),

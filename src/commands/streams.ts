@@ -107,6 +107,8 @@ export interface Actor {
   accountId: string | null;
   keyId: string | null;
   agentId?: string | null;
+  /** The kind of credential the request carried (`api_key`, `session`), when it came with one. */
+  credential?: string;
 }
 
 export function toAppend(
@@ -121,6 +123,7 @@ export function toAppend(
     accountId: actor.accountId,
     keyId: actor.keyId,
     agentId: actor.agentId ?? null,
+    ...(actor.credential ? { credential: actor.credential } : {}),
   };
   const toStore: EventToAppend[] = events.map((event) => ({
     eventId: randomUUID(),

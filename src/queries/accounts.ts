@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import type { AccountKind } from "../../domain/account.js";
 import { isUuid } from "./agents.js";
 
 export interface AccountRow {
@@ -6,6 +7,7 @@ export interface AccountRow {
   email: string;
   name: string;
   plan: string;
+  kind: AccountKind;
   created_at: Date;
 }
 

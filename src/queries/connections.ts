@@ -2,6 +2,7 @@ import type { Knex } from "knex";
 import type { ConnectionStatus } from "../../domain/connection.js";
 import { type AccountRow, findAccount } from "./accounts.js";
 import { type AgentRow, isUuid } from "./agents.js";
+import { accountsThatSentTo } from "./humans.js";
 
 export interface ConnectionRow {
   id: string;
@@ -39,6 +40,12 @@ export function pairedAccountIds(db: Knex, accountId: string): Knex.QueryBuilder
     );
 }
 
+/** Whether two accounts are actively connected. */
+export async function areConnected(db: Knex, accountId: string, otherId: string): Promise<boolean> {
+  const rows: { account_id: string }[] = await pairedAccountIds(db, accountId);
+  return rows.some((row) => row.account_id === otherId);
+}
+
 /** An account named by e-mail (any letter case) or UUID. */
 export async function findAccountByEmailOrId(db: Knex, ref: string): Promise<AccountRow | undefined> {
   if (isUuid(ref)) return findAccount(db, ref);
@@ -57,28 +64,49 @@ function agentsWithAccounts(db: Knex) {
  * Spec 4.6: the connected agents a caller may send to, its own first, then those of actively
  * connected accounts; each group in registration order.
  */
-export async function sendableAgents(db: Knex, accountId: string): Promise<AgentWithAccount[]> {
+export async function sendableAgents(
+  db: Knex,
+  accountId: string,
+  personEmail: string | null = null,
+): Promise<AgentWithAccount[]> {
   const own = await agentsWithAccounts(db)
     .where({ "agents.account_id": accountId, "agents.connection_status": "connected" })
     .orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
   const paired = await agentsWithAccounts(db)
-    .whereIn("agents.account_id", pairedAccountIds(db, accountId))
+    .whereNot({ "agents.account_id": accountId })
+    .where((where) => peerAccounts(db, where, accountId, personEmail))
     .where({ "agents.connection_status": "connected" })
     .orderBy([{ column: "accounts.name" }, { column: "agents.created_at" }, { column: "agents.id" }]);
   return [...own, ...paired];
 }
 
 /**
- * Agents a caller can see by slug or UUID: on its own account or an actively connected one, never
- * disconnected ones. Anything else stays invisible, so slugs of strangers cannot be probed.
+ * The accounts whose agents a caller may reach besides its own: actively connected ones and, for
+ * a verified person (`personEmail`), the accounts that have sent to them (decisions 4.6).
  */
-export async function visibleAgents(db: Knex, accountId: string, ref: string): Promise<AgentWithAccount[]> {
+function peerAccounts(db: Knex, where: Knex.QueryBuilder, accountId: string, personEmail: string | null) {
+  where.whereIn("agents.account_id", pairedAccountIds(db, accountId));
+  if (personEmail) where.orWhereIn("agents.account_id", accountsThatSentTo(db, personEmail));
+  return where;
+}
+
+/**
+ * Agents a caller can see by slug or UUID: on its own account, an actively connected one, or (for
+ * a person) one that has sent to them; never disconnected ones. Anything else stays invisible, so
+ * slugs of strangers cannot be probed.
+ */
+export async function visibleAgents(
+  db: Knex,
+  accountId: string,
+  ref: string,
+  personEmail: string | null = null,
+): Promise<AgentWithAccount[]> {
   const query = agentsWithAccounts(db)
     .whereNot({ "agents.connection_status": "disconnected" })
     .where((where) =>
       where
         .where({ "agents.account_id": accountId })
-        .orWhereIn("agents.account_id", pairedAccountIds(db, accountId)),
+        .orWhere((peers) => peerAccounts(db, peers, accountId, personEmail)),
     );
   if (isUuid(ref)) query.where({ "agents.id": ref });
   else query.where({ "agents.agent_id": ref });

@@ -41,16 +41,45 @@ const TRANSFER_ID = /^tr_[0-9A-Za-z]{24}$/;
 /** Ids this service gives out; anything else cannot name a transfer. */
 export const isTransferId = (id: string) => TRANSFER_ID.test(id);
 
-/** A transfer the caller's account may see (sender or recipient side); anything else is "not found". */
+/** Whether a transfer is held for this verified person's address, before any account is its recipient. */
+const heldForPerson = (row: TransferRow, personEmail: string | null) =>
+  personEmail !== null &&
+  row.mode === "agent-to-human" &&
+  row.recipient_account_id === null &&
+  row.recipient.toLowerCase() === personEmail.toLowerCase();
+
+/**
+ * A transfer the caller's account may see (sender or recipient side, or held for the caller's
+ * verified address, `personEmail`); anything else is "not found".
+ */
 export async function findVisibleTransfer(
   db: Knex,
   id: string,
   accountId: string,
+  personEmail: string | null = null,
 ): Promise<TransferRow | undefined> {
   if (!isTransferId(id)) return undefined;
   const row = await db<TransferRow>("transfers").where({ id }).first();
   if (!row || row.status === "deleted") return undefined;
-  return row.sender_account_id === accountId || row.recipient_account_id === accountId ? row : undefined;
+  const visible =
+    row.sender_account_id === accountId ||
+    row.recipient_account_id === accountId ||
+    heldForPerson(row, personEmail);
+  return visible ? row : undefined;
+}
+
+/** Received by the account, or held for its verified person's address (decisions 4.7). */
+function received(q: Knex.QueryBuilder, accountId: string, personEmail: string | null) {
+  q.where({ recipient_account_id: accountId });
+  if (personEmail) {
+    q.orWhere((held) =>
+      held
+        .whereNull("recipient_account_id")
+        .where({ mode: "agent-to-human" })
+        .whereRaw("lower(recipient) = lower(?)", [personEmail]),
+    );
+  }
+  return q;
 }
 
 export async function findTransfer(db: Knex, id: string): Promise<TransferRow | undefined> {
@@ -60,6 +89,8 @@ export async function findTransfer(db: Knex, id: string): Promise<TransferRow | 
 
 export interface TransferListQuery {
   accountId: string;
+  /** The caller's verified address when it is a person's account: what is held for it is theirs to see. */
+  personEmail: string | null;
   direction: "sent" | "received" | null;
   /** Statuses as stored; a live transfer past its expiry is stored as live but reads as expired. */
   status: TransferStatus | null;
@@ -75,10 +106,10 @@ export async function listTransfers(
 ): Promise<{ rows: TransferRow[]; total: number }> {
   const base = db<TransferRow>("transfers").whereNot({ status: "deleted" });
   if (q.direction === "sent") base.where({ sender_account_id: q.accountId });
-  else if (q.direction === "received") base.where({ recipient_account_id: q.accountId });
+  else if (q.direction === "received") base.where((w) => received(w, q.accountId, q.personEmail));
   else
     base.where((w) =>
-      w.where({ sender_account_id: q.accountId }).orWhere({ recipient_account_id: q.accountId }),
+      w.where({ sender_account_id: q.accountId }).orWhere((r) => received(r, q.accountId, q.personEmail)),
     );
   if (q.status === "expired") {
     base.where((w) =>

@@ -9,7 +9,14 @@ const context = planContext;
 
 const created: AccountEvent = {
   type: "AccountCreated",
-  data: { accountId: "acc-1", email: "ada@example.com", name: "Ada", plan: "free", createdAt: NOW },
+  data: {
+    accountId: "acc-1",
+    email: "ada@example.com",
+    name: "Ada",
+    plan: "free",
+    createdAt: NOW,
+    kind: "agent",
+  },
 };
 
 function reserved(agentId: string, slug: string, keyVersion: number): AccountEvent {
@@ -33,6 +40,7 @@ describe("account decider", () => {
       email: "ada@example.com",
       name: "Ada",
       plan: "free",
+      kind: "agent",
       now: NOW,
     };
 

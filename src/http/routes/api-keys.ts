@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { createApiKey, revokeApiKey } from "../../commands/api-keys.js";
 import { findApiKey, listApiKeys } from "../../queries/accounts.js";
-import { callerAccount } from "../auth.js";
+import { type Caller, callerAccount } from "../auth.js";
 import { HttpError, notFound } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { errors, nameSchema, timestamp } from "../schemas.js";
@@ -33,8 +33,8 @@ function ownAccount(accountId: string, requested: string): void {
 export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
   const { db, deps } = service;
 
-  async function issue(accountId: string, keyId: string, name: string) {
-    const result = await createApiKey(deps, accountId, name, { accountId, keyId });
+  async function issue(caller: Caller, name: string) {
+    const result = await createApiKey(deps, caller.accountId, name, caller);
     await settle(result.position);
     const { id, apiKey, createdAt } = result.apiKey;
     return { id, name, api_key: apiKey, created_at: createdAt };
@@ -76,7 +76,7 @@ export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAs
       },
       async (request, reply) => {
         const caller = callerAccount(request);
-        return reply.status(201).send(await issue(caller.accountId, caller.keyId, request.body.name));
+        return reply.status(201).send(await issue(caller, request.body.name));
       },
     );
 
@@ -94,9 +94,7 @@ export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAs
       async (request, reply) => {
         const caller = callerAccount(request);
         ownAccount(caller.accountId, request.params.account_id);
-        return reply
-          .status(201)
-          .send(await issue(caller.accountId, caller.keyId, request.body?.name ?? DEFAULT_KEY_NAME));
+        return reply.status(201).send(await issue(caller, request.body?.name ?? DEFAULT_KEY_NAME));
       },
     );
 

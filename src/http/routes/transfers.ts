@@ -6,6 +6,7 @@ import { deleteTransfer, downloadTransfer } from "../../commands/transfers/downl
 import { confirmTransfer, createPresignedTransfer } from "../../commands/transfers/presigned.js";
 import { type StagedUpload, sendTransfer, stageUpload } from "../../commands/transfers/send.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
+import { verifiedPersonEmail } from "../../queries/humans.js";
 import { findVisibleTransfer, inboxPage, listTransfers } from "../../queries/transfers.js";
 import { waitForRows } from "../../read-models/long-poll.js";
 import { callerAccount } from "../auth.js";
@@ -181,6 +182,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         const now = clock.now();
         const { rows, total } = await listTransfers(db, {
           accountId: caller.accountId,
+          personEmail: await verifiedPersonEmail(db, caller.accountId),
           direction: direction ?? null,
           status: status ?? null,
           now,
@@ -253,7 +255,8 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       },
       async (request) => {
         const caller = callerAccount(request);
-        const row = await findVisibleTransfer(db, request.params.id, caller.accountId);
+        const personEmail = await verifiedPersonEmail(db, caller.accountId);
+        const row = await findVisibleTransfer(db, request.params.id, caller.accountId, personEmail);
         if (!row) throw notFound("transfer");
         return presentTransfer(row, base, clock.now());
       },
