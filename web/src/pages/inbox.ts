@@ -15,6 +15,7 @@ import type { Transfer } from "../send-transfer.js";
 import { receivingPasswordForm, unlockForm } from "./receiving-password.js";
 
 interface DownloadAnswer {
+  downloads: number;
   files: { file_name: string; download_url: string; size: number; encryption_iv?: string | null }[];
   is_encrypted: boolean;
   encrypted_key: string | null;
@@ -149,7 +150,15 @@ function transferItem(transfer: Transfer, pair: KeyPair | null): HTMLLIElement {
   });
   const ready = transfer.status === "active";
   const button = h("button", { type: "button", disabled: !ready || !pair }, "Download");
-  button.addEventListener("click", () => void download(transfer, pair as KeyPair, button, progress, status));
+  const meta = h("p", { class: "meta" });
+  const describeMeta = (downloads: number) => {
+    meta.textContent = `Received ${formatDate(transfer.created_at)} · expires ${formatDate(transfer.expires_at)} · downloads ${downloads} of ${transfer.max_downloads}`;
+  };
+  describeMeta(transfer.downloads);
+  button.addEventListener(
+    "click",
+    () => void download(transfer, pair as KeyPair, { button, progress, status, counted: describeMeta }),
+  );
   return h(
     "li",
     { class: "transfer", "data-transfer": transfer.id },
@@ -167,11 +176,7 @@ function transferItem(transfer: Transfer, pair: KeyPair | null): HTMLLIElement {
         h("li", {}, file.name, h("span", { class: "size" }, formatBytes(file.size))),
       ),
     ),
-    h(
-      "p",
-      { class: "meta" },
-      `Received ${formatDate(transfer.created_at)} · expires ${formatDate(transfer.expires_at)} · downloads ${transfer.downloads} of ${transfer.max_downloads}`,
-    ),
+    meta,
     h("div", { class: "row" }, button, progress),
     !pair && ready ? h("p", { class: "hint" }, "Unlock your files above to download.") : null,
     status,
@@ -179,17 +184,24 @@ function transferItem(transfer: Transfer, pair: KeyPair | null): HTMLLIElement {
 }
 
 /** One download of the transfer (it counts against max_downloads), then each file saved in turn. */
+interface DownloadView {
+  button: HTMLButtonElement;
+  progress: HTMLProgressElement;
+  status: HTMLElement;
+  /** Shows the transfer's download count after this download. */
+  counted(downloads: number): void;
+}
+
 async function download(
   transfer: Transfer,
   pair: KeyPair,
-  button: HTMLButtonElement,
-  progress: HTMLProgressElement,
-  status: HTMLElement,
+  { button, progress, status, counted }: DownloadView,
 ) {
   button.disabled = true;
   try {
     showStatus(status, "Preparing the download…");
     const answer = await api<DownloadAnswer>(`/v1/transfers/${encodeURIComponent(transfer.id)}/download`);
+    counted(answer.downloads);
     if (!answer.is_encrypted || !answer.encrypted_key)
       throw new Error("this transfer is not end-to-end encrypted to you");
     const contentKey = await unwrapContentKey(answer.encrypted_key, pair.privateKey).catch(() => {

@@ -170,7 +170,7 @@ async function drawConnections(section: HTMLElement) {
   const peer = h("input", { type: "email", name: "peer", required: true });
   const form = actionForm({
     layout: "inline",
-    fields: [field("Connect with the account of", peer, "Its e-mail address; they accept on their side.")],
+    fields: [field("E-mail of an account to connect with", peer)],
     submit: "Send invitation",
     async action() {
       await api("/v1/connections", { method: "POST", json: { account: peer.value.trim() } });
@@ -183,7 +183,11 @@ async function drawConnections(section: HTMLElement) {
     const live = connections.filter((c) => c.status === "pending" || c.status === "active");
     list =
       live.length === 0
-        ? h("p", { class: "empty" }, "No connections. Connected accounts can send to each other's agents.")
+        ? h(
+            "p",
+            { class: "empty" },
+            "No connections yet. Connected accounts can send to each other's agents; the other side accepts your invitation.",
+          )
         : h(
             "ul",
             { class: "connections" },
