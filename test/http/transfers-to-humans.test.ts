@@ -445,7 +445,7 @@ describe("a transfer held in the legacy at-rest format (HOF1) by an earlier vers
     const wrapped = (await t.service.store.readStream(`transfer-${transferId}`)).find(
       (e) => e.type === "ContentKeyWrapped",
     );
-    const fileIvs = (wrapped?.data as { fileIvs: Record<string, string> }).fileIvs;
+    const fileIvs = (wrapped?.data as { fileIvs: Record<string, string> } | undefined)?.fileIvs ?? {};
     expect(Object.values(fileIvs)).toEqual([body.files[0]?.encryption_iv]);
   });
 });
