@@ -7,7 +7,8 @@
  *
  *   npm run build && node --import tsx bench/client-transfer.ts
  *
- * Environment: BENCH_CLIENT_SIZE_MIB (default 1024), BENCH_CLIENT_RUNS (default 2: best of).
+ * Environment: BENCH_CLIENT_SIZE_MIB (default 1024), BENCH_CLIENT_RUNS (default 2: best of),
+ * BENCH_CLIENT_NODE_ARGS (node flags for the client processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  * Targets (issue 8): peak RSS <= 150 MB per process; encrypted >= 70 % of plain throughput.
  */
 import { spawn } from "node:child_process";
@@ -37,6 +38,7 @@ const RUNS = Number(process.env.BENCH_CLIENT_RUNS ?? 2);
 const RSS_LIMIT_KB = (150 * 1000 * 1000) / 1024;
 const RATIO_TARGET = 0.7;
 const TIME = "/usr/bin/time";
+const CLIENT_NODE_ARGS = (process.env.BENCH_CLIENT_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 interface ClientRun {
   ms: number;
@@ -47,11 +49,15 @@ interface ClientRun {
 
 /** `handoff ARGS` from dist under /usr/bin/time: wall time, the kernel's peak RSS and CPU time. */
 async function timedHandoff(args: string[], env: Record<string, string>): Promise<ClientRun> {
-  const child = spawn(TIME, ["-f", "BENCH-TIME %M %U %S", process.execPath, "dist/src/cli.js", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    TIME,
+    ["-f", "BENCH-TIME %M %U %S", process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js", ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => {

@@ -1,4 +1,4 @@
-import { type AesKey, aesGcmOpen, TAG_SIZE } from "./aes-gcm.js";
+import { type AesGcm, type AesKey, TAG_SIZE, webAesGcm } from "./aes-gcm.js";
 import { fromBase64 } from "./base64.js";
 import { HandoffCryptoError } from "./errors.js";
 import { requireKey } from "./keys.js";
@@ -20,11 +20,13 @@ type Controller = TransformStreamDefaultController<Uint8Array>;
  * Decrypts one file written as decisions 5.3, refusing everything 5.3 lists with a
  * HandoffCryptoError that errors the stream. A record's plaintext is emitted only once its tag
  * has verified; callers still write to a temporary file and keep it only if the stream ends
- * cleanly, because a refusal can come after earlier records were emitted.
+ * cleanly, because a refusal can come after earlier records were emitted. `aes` picks the AES-GCM
+ * implementation (WebCrypto unless given).
  */
 export function createDecryptStream(
   contentKey: Uint8Array,
   encryptionIv: string,
+  aes: AesGcm = webAesGcm,
 ): TransformStream<Uint8Array, Uint8Array> {
   // The file key is derived once the header arrives; a caller may wipe its copy of K before that.
   const keyBytes = requireKey(contentKey, "content key").slice();
@@ -49,7 +51,7 @@ export function createDecryptStream(
           return;
         }
         const recordSize = parseHeader(header, salt);
-        opener = new RecordOpener(await fileKey(keyBytes, salt), recordSize, controller);
+        opener = new RecordOpener(await fileKey(aes, keyBytes, salt), recordSize, controller);
       }
       await opener.push(body);
     },
@@ -110,7 +112,7 @@ class RecordOpener {
   }
 
   private open(sealed: Uint8Array, index: number, last: boolean): Promise<Uint8Array | null> {
-    return aesGcmOpen(this.key, recordNonce(index, last), sealed);
+    return this.key.open(recordNonce(index, last), sealed);
   }
 }
 

@@ -1,9 +1,10 @@
 /**
  * The one crypto core of Handoff (decisions 5.1–5.4), for Node 20 and browsers alike: WebCrypto
- * for AES-256-GCM and randomness, @noble for X25519, Ed25519 and HKDF-SHA256, web streams for
- * the record stream. No Node-only APIs here.
+ * for AES-256-GCM (or an implementation passed in: the Node SDK passes node:crypto's) and
+ * randomness, @noble for X25519, Ed25519 and HKDF-SHA256, web streams for the record stream.
+ * No Node-only APIs here.
  */
-export { TAG_SIZE } from "./aes-gcm.js";
+export { type AesGcm, type AesKey, TAG_SIZE, webAesGcm } from "./aes-gcm.js";
 export { fromBase64, toBase64 } from "./base64.js";
 export { createDecryptStream } from "./decrypt-stream.js";
 export { createEncryptStream } from "./encrypt-stream.js";

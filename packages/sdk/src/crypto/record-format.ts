@@ -1,6 +1,6 @@
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { type AesKey, importAesKey, NONCE_SIZE, TAG_SIZE } from "./aes-gcm.js";
+import { type AesGcm, type AesKey, NONCE_SIZE, TAG_SIZE } from "./aes-gcm.js";
 import { HandoffCryptoError } from "./errors.js";
 import { KEY_SIZE, requireKey } from "./keys.js";
 
@@ -42,8 +42,8 @@ export function requireRecordSize(recordSize: number): number {
   return recordSize;
 }
 
-export function fileKey(contentKey: Uint8Array, salt: Uint8Array): Promise<AesKey> {
-  return importAesKey(hkdf(sha256, requireKey(contentKey, "content key"), salt, FILE_INFO, KEY_SIZE));
+export function fileKey(aes: AesGcm, contentKey: Uint8Array, salt: Uint8Array): Promise<AesKey> {
+  return aes(hkdf(sha256, requireKey(contentKey, "content key"), salt, FILE_INFO, KEY_SIZE));
 }
 
 export function encodeHeader(recordSize: number, salt: Uint8Array): Uint8Array {
