@@ -41,7 +41,9 @@ function statusSays(page: Page, text: string, scope = page.locator("main")): Pro
   return until(page, scope.locator('.status[data-kind="ok"]', { hasText: text }));
 }
 
-describe.skipIf(chromiumSkipReason !== "")("a person in the browser (headless Chromium)", () => {
+const suite = `a person in the browser (headless Chromium)${chromiumSkipReason ? `: skipped, ${chromiumSkipReason}` : ""}`;
+
+describe.skipIf(chromiumSkipReason !== "")(suite, () => {
   let t: TestApp;
   let browser: Browser;
   let page: Page;
