@@ -205,8 +205,9 @@ async function download(
     if (!answer.is_encrypted || !answer.encrypted_key)
       throw new Error("this transfer is not end-to-end encrypted to you");
     const contentKey = await unwrapContentKey(answer.encrypted_key, pair.privateKey).catch(() => {
+      // The server keeps only the current key's salt, so an earlier key cannot be derived again here.
       throw new Error(
-        "these files are encrypted to another receiving key (you changed your receiving password since): unlock with the password you had then",
+        `these files were encrypted to your receiving key version ${answer.recipient_key_version ?? "?"}, before you changed your receiving password: the current key cannot open them`,
       );
     });
     const total = answer.files.reduce((sum, file) => sum + plainSizeOf(file.size), 0);

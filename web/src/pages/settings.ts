@@ -66,7 +66,7 @@ async function drawReceiving(section: HTMLElement) {
       "p",
       {},
       key
-        ? `Your receiving key is at version ${key.key_version}. A new password makes a new key: files sent from now on use it; files already sent stay encrypted to the old one.`
+        ? `Your receiving key is at version ${key.key_version}. A new password makes a new key: files sent from now on use it; files already sent to you stay encrypted to the old key and can no longer be opened here, so download them first.`
         : "Not set yet: files sent to you wait until it is.",
     ),
     receivingPasswordForm(key !== null, () => void drawReceiving(section)),
