@@ -12,7 +12,7 @@ export { createIdentity, type Identity, loadIdentity, saveIdentity } from "./ide
 export type { ListenOptions } from "./listen.js";
 export { nodeAesGcm } from "./node-aes-gcm.js";
 export { defaultPinsPath } from "./pins.js";
-export { plainSizeOf, type ReceivedFile, type ReceiveOptions, type ReceiveResult } from "./receive.js";
+export type { ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
 export { PRESIGNED_THRESHOLD, type Progress, type SendOptions } from "./send.js";
 export {
   createFileScan,

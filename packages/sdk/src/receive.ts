@@ -5,9 +5,7 @@ import {
   createDecryptStream,
   fromBase64,
   HandoffCryptoError,
-  HEADER_SIZE,
-  RECORD_SIZE,
-  TAG_SIZE,
+  plainSizeOf,
   unwrapContentKey,
   verifyTransfer,
 } from "./crypto/index.js";
@@ -85,13 +83,6 @@ function shieldLevel(level: string | undefined): ShieldLevel {
     if (!(error instanceof ShieldLevelError)) throw error;
     throw new HandoffError("UNKNOWN_SHIELD_LEVEL", error.message, { cause: error });
   }
-}
-
-/** The plaintext size of a 5.3 file of `wireSize` bytes with the default record size. */
-export function plainSizeOf(wireSize: number): number {
-  const body = Math.max(0, wireSize - HEADER_SIZE);
-  const records = Math.max(1, Math.ceil(body / (RECORD_SIZE + TAG_SIZE)));
-  return Math.max(0, body - TAG_SIZE * records);
 }
 
 /** Bytes gathered before one write: one system call per MiB instead of one per 64 KiB record. */

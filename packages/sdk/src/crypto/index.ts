@@ -23,6 +23,7 @@ export {
   HEADER_SIZE,
   MAX_RECORD_SIZE,
   MIN_RECORD_SIZE,
+  plainSizeOf,
   RECORD_SIZE,
   recordCount,
   SALT_SIZE,

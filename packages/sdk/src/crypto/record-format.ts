@@ -21,6 +21,13 @@ export function encryptedSize(plainSize: number, recordSize = RECORD_SIZE): numb
   return HEADER_SIZE + plainSize + TAG_SIZE * recordCount(plainSize, recordSize);
 }
 
+/** The plaintext size of a file of `wireSize` bytes on the wire with the default record size. */
+export function plainSizeOf(wireSize: number): number {
+  const body = Math.max(0, wireSize - HEADER_SIZE);
+  const records = Math.max(1, Math.ceil(body / (RECORD_SIZE + TAG_SIZE)));
+  return Math.max(0, body - TAG_SIZE * records);
+}
+
 export function recordCount(plainSize: number, recordSize = RECORD_SIZE): number {
   return Math.max(1, Math.ceil(plainSize / recordSize));
 }
