@@ -11,12 +11,18 @@
  * BENCH_CLIENT_NODE_ARGS (node flags for the client processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  * Targets (issue 8): peak RSS <= 150 MB per process; encrypted >= 70 % of plain throughput.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { createWriteStream, existsSync, rmSync, statSync } from "node:fs";
+import { createWriteStream, rmSync, statSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
+import {
+  type ClientRun,
+  describeRun,
+  mbText,
+  RSS_LIMIT_KB,
+  requireTime,
+  timedHandoff,
+} from "./client-process.js";
 import {
   createAccount,
   guard,
@@ -25,7 +31,6 @@ import {
   mibPerSecond,
   pad,
   patternSource,
-  ROOT,
   type ServerChild,
   startHandoff,
   syncDisks,
@@ -35,49 +40,7 @@ import {
 
 const SIZE = Number(process.env.BENCH_CLIENT_SIZE_MIB ?? 1024) * MiB;
 const RUNS = Number(process.env.BENCH_CLIENT_RUNS ?? 2);
-const RSS_LIMIT_KB = (150 * 1000 * 1000) / 1024;
 const RATIO_TARGET = 0.7;
-const TIME = "/usr/bin/time";
-const CLIENT_NODE_ARGS = (process.env.BENCH_CLIENT_NODE_ARGS ?? "").split(" ").filter(Boolean);
-
-interface ClientRun {
-  ms: number;
-  peakKb: number;
-  cpuSeconds: number;
-  stdout: string;
-}
-
-/** `handoff ARGS` from dist under /usr/bin/time: wall time, the kernel's peak RSS and CPU time. */
-async function timedHandoff(args: string[], env: Record<string, string>): Promise<ClientRun> {
-  const child = spawn(
-    TIME,
-    ["-f", "BENCH-TIME %M %U %S", process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js", ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString("utf8");
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  const start = performance.now();
-  const [code] = (await once(child, "close")) as [number | null];
-  const ms = performance.now() - start;
-  const figures = /BENCH-TIME (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
-  if (code !== 0 || !figures) throw new Error(`handoff ${args[0]} ended with ${code}: ${stderr.trim()}`);
-  return {
-    ms,
-    peakKb: Number(figures[1]),
-    cpuSeconds: Number(figures[2]) + Number(figures[3]),
-    stdout,
-  };
-}
 
 interface Pair {
   send: ClientRun;
@@ -86,7 +49,7 @@ interface Pair {
 
 async function main(): Promise<void> {
   guard(9 * 60 * 1000, "client-transfer");
-  if (!existsSync(TIME)) throw new Error(`${TIME} is needed for the peak RSS of the client processes`);
+  requireTime();
   const temp = tempRoot("handoff-bench-client");
   console.log(
     `# client transfer: handoff send + handoff receive of ${SIZE / MiB} MiB, encrypted and --plain, best of ` +
@@ -176,11 +139,6 @@ async function main(): Promise<void> {
   }
 }
 
-/** Megabytes (10^6 bytes), the unit of the 150 MB target. */
-const mbText = (kb: number) => `${pad(((kb * 1024) / 1e6).toFixed(0), 4)} MB`;
-
-const describe = (run: ClientRun) =>
-  `${(run.ms / 1000).toFixed(2)} s ${mibPerSecond(SIZE, run.ms).toFixed(0)} MiB/s, peak RSS ${mbText(run.peakKb).trim()}, ` +
-  `CPU ${run.cpuSeconds.toFixed(2)} s`;
+const describe = (run: ClientRun) => describeRun(run, SIZE);
 
 await main();

@@ -16,7 +16,8 @@ const BENCHMARKS: Record<string, string> = {
   small: "bench/small-transfers.ts",
   history: "bench/history.ts",
   client: "bench/client-transfer.ts",
-  shield: "bench/shield.ts",
+  shield: "bench/shield-receive.ts",
+  "shield-loop": "bench/shield.ts",
 };
 
 const named = process.argv.slice(2);
