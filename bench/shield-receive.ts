@@ -103,7 +103,8 @@ async function main(): Promise<void> {
       await receive("off", 0); // warm-up: page cache and first-use paths, outside the figures
       const runs = { off: [] as ClientRun[], standard: [] as ClientRun[] };
       for (let run = 1; run <= RUNS; run++) {
-        for (const level of LEVELS) {
+        // Alternating which goes first, as client-transfer.ts does (a warm or cold page cache on this VM).
+        for (const level of run % 2 === 1 ? LEVELS : [...LEVELS].reverse()) {
           const result = await receive(level, run);
           runs[level].push(result);
           console.log(`${file.label.padEnd(16)} run ${run} ${level.padEnd(8)}: ${describeRun(result, SIZE)}`);

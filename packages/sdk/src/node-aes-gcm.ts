@@ -35,18 +35,15 @@ function openParts(key: KeyObject, nonce: Uint8Array, sealed: readonly Uint8Arra
   if (body < 0) return null;
   const decipher = createDecipheriv(CIPHER, key, nonce, { authTagLength: TAG_SIZE });
   const plaintext: Uint8Array[] = [];
-  const tag = new Uint8Array(TAG_SIZE);
-  let tagFilled = 0;
+  const tagParts: Uint8Array[] = [];
   for (const part of sealed) {
     const take = Math.min(body, part.length);
     if (take > 0) plaintext.push(decipher.update(take === part.length ? part : part.subarray(0, take)));
     body -= take;
-    // The tag may be cut between two parts: its 16 bytes are the only ones copied.
-    if (take < part.length) {
-      tag.set(part.subarray(take), tagFilled);
-      tagFilled += part.length - take;
-    }
+    if (take < part.length) tagParts.push(take === 0 ? part : part.subarray(take));
   }
+  // The tag is usually whole in the last part; when cut between parts its 16 bytes are the only ones copied.
+  const tag = tagParts.length === 1 ? (tagParts[0] as Uint8Array) : Buffer.concat(tagParts);
   decipher.setAuthTag(tag);
   try {
     // GCM's final() throws exactly when the tag does not verify.
