@@ -6,7 +6,8 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
-import { mibPerSecond, pad, ROOT } from "./support.js";
+import { join } from "node:path";
+import { createAccount, mibPerSecond, pad, ROOT, type ServerChild, startHandoff } from "./support.js";
 
 const TIME = "/usr/bin/time";
 /** Node flags for the client processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
@@ -70,3 +71,38 @@ export const mbText = (kb: number) => `${pad(((kb * 1024) / 1e6).toFixed(0), 4)}
 export const describeRun = (run: ClientRun, size: number) =>
   `${(run.ms / 1000).toFixed(2)} s ${mibPerSecond(size, run.ms).toFixed(0)} MiB/s, peak RSS ${mbText(run.peakKb).trim()}, ` +
   `CPU ${(run.userSeconds + run.systemSeconds).toFixed(2)} s (user ${run.userSeconds.toFixed(2)}, system ${run.systemSeconds.toFixed(2)})`;
+
+export interface Agent {
+  slug: string;
+  /** Its identity file, made by `handoff identity new`. */
+  identity: string;
+}
+
+export interface ClientBench {
+  server: ServerChild;
+  /** HANDOFF_URL and HANDOFF_API_KEY for the client processes. */
+  env: Record<string, string>;
+  sender: Agent;
+  receiver: Agent;
+}
+
+/** The server from dist in `dir`, one account, and a sender and a receiver agent named after `name`. */
+export async function startClientBench(dir: string, name: string): Promise<ClientBench> {
+  const server = await startHandoff({ dataDir: join(dir, "server") });
+  try {
+    const account = await createAccount(server.baseUrl, `${name}@example.com`, "scale");
+    const env = { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey };
+    const agent = (role: string): Agent => ({
+      slug: `${name}-${role}`,
+      identity: join(dir, `${name}-${role}.json`),
+    });
+    const sender = agent("sender");
+    const receiver = agent("receiver");
+    for (const { slug, identity } of [sender, receiver])
+      await timedHandoff(["identity", "new", "--agent", slug, "--out", identity], env);
+    return { server, env, sender, receiver };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}

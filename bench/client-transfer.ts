@@ -16,23 +16,22 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import {
+  type ClientBench,
   type ClientRun,
   describeRun,
   mbText,
   RSS_LIMIT_KB,
   requireTime,
+  startClientBench,
   timedHandoff,
 } from "./client-process.js";
 import {
-  createAccount,
   guard,
   loadAverage,
   MiB,
   mibPerSecond,
   pad,
   patternSource,
-  type ServerChild,
-  startHandoff,
   syncDisks,
   tempRoot,
   verdict,
@@ -55,14 +54,10 @@ async function main(): Promise<void> {
     `# client transfer: handoff send + handoff receive of ${SIZE / MiB} MiB, encrypted and --plain, best of ` +
       `${RUNS}; node ${process.version}, ${cpus().length} CPUs, load average ${loadAverage()}`,
   );
-  let server: ServerChild | null = null;
+  let bench: ClientBench | null = null;
   try {
-    server = await startHandoff({ dataDir: join(temp.dir, "server") });
-    const account = await createAccount(server.baseUrl, "bench-client@example.com", "scale");
-    const env = { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey };
-    const identity = (slug: string) => join(temp.dir, `${slug}.json`);
-    for (const slug of ["bench-sender", "bench-receiver"])
-      await timedHandoff(["identity", "new", "--agent", slug, "--out", identity(slug)], env);
+    bench = await startClientBench(temp.dir, "bench");
+    const { env, sender, receiver, server } = bench;
 
     const source = join(temp.dir, "payload.bin");
     await pipeline(patternSource(SIZE), createWriteStream(source));
@@ -73,7 +68,7 @@ async function main(): Promise<void> {
         [
           "send",
           "--identity",
-          identity("bench-sender"),
+          sender.identity,
           "--to",
           "bench-receiver",
           ...(mode === "plain" ? ["--plain"] : []),
@@ -85,15 +80,15 @@ async function main(): Promise<void> {
       const outDir = join(temp.dir, `out-${mode}-${run}`);
       syncDisks();
       const receive = await timedHandoff(
-        ["receive", id, "--identity", identity("bench-receiver"), "--out", outDir],
+        ["receive", id, "--identity", receiver.identity, "--out", outDir],
         env,
       );
       const written = statSync(join(outDir, "payload.bin")).size;
       if (written !== SIZE) throw new Error(`${mode}: received ${written} of ${SIZE} bytes`);
       rmSync(outDir, { recursive: true, force: true });
-      await fetch(`${server?.baseUrl}/v1/transfers/${id}`, {
+      await fetch(`${server.baseUrl}/v1/transfers/${id}`, {
         method: "DELETE",
-        headers: { authorization: `Bearer ${account.apiKey}` },
+        headers: { authorization: `Bearer ${env.HANDOFF_API_KEY}` },
       });
       return { send, receive };
     };
@@ -138,7 +133,7 @@ async function main(): Promise<void> {
     console.log(`  peak RSS of every client process <= 150 MB: ${verdict(rssMet)}`);
     console.log(`load average at the end: ${loadAverage()}`);
   } finally {
-    await server?.stop();
+    await bench?.server.stop();
     temp.cleanup();
   }
 }

@@ -18,15 +18,16 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import {
+  type ClientBench,
   type ClientRun,
   describeRun,
   mbText,
   RSS_LIMIT_KB,
   requireTime,
+  startClientBench,
   timedHandoff,
 } from "./client-process.js";
 import {
-  createAccount,
   guard,
   loadAverage,
   MiB,
@@ -34,8 +35,6 @@ import {
   pad,
   patternSource,
   proseSource,
-  type ServerChild,
-  startHandoff,
   syncDisks,
   tempRoot,
   verdict,
@@ -58,14 +57,10 @@ async function main(): Promise<void> {
     `# Shield on handoff receive: ${SIZE / MiB} MiB encrypted, --shield standard against off, best of ${RUNS}; ` +
       `node ${process.version}, ${cpus().length} CPUs, load average ${loadAverage()}`,
   );
-  let server: ServerChild | null = null;
+  let bench: ClientBench | null = null;
   try {
-    server = await startHandoff({ dataDir: join(temp.dir, "server") });
-    const account = await createAccount(server.baseUrl, "bench-shield@example.com", "scale");
-    const env = { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey };
-    const identity = (slug: string) => join(temp.dir, `${slug}.json`);
-    for (const slug of ["shield-sender", "shield-receiver"])
-      await timedHandoff(["identity", "new", "--agent", slug, "--out", identity(slug)], env);
+    bench = await startClientBench(temp.dir, "shield");
+    const { env, sender, receiver } = bench;
 
     let met = true;
     const table: string[] = [];
@@ -73,16 +68,7 @@ async function main(): Promise<void> {
       const path = join(temp.dir, file.name);
       await pipeline(file.source(SIZE), createWriteStream(path));
       const sent = await timedHandoff(
-        [
-          "send",
-          "--identity",
-          identity("shield-sender"),
-          "--to",
-          "shield-receiver",
-          "--max-downloads",
-          "100",
-          path,
-        ],
+        ["send", "--identity", sender.identity, "--to", "shield-receiver", "--max-downloads", "100", path],
         env,
       );
       rmSync(path);
@@ -91,7 +77,7 @@ async function main(): Promise<void> {
         const outDir = join(temp.dir, `out-${level}-${run}`);
         syncDisks();
         const result = await timedHandoff(
-          ["receive", id, "--identity", identity("shield-receiver"), "--out", outDir, "--shield", level],
+          ["receive", id, "--identity", receiver.identity, "--out", outDir, "--shield", level],
           env,
         );
         const written = statSync(join(outDir, file.name)).size;
@@ -135,7 +121,7 @@ async function main(): Promise<void> {
     console.log(`  standard >= ${RATIO_TARGET * 100} % of off, peak RSS <= 150 MB: ${verdict(met)}`);
     console.log(`load average at the end: ${loadAverage()}`);
   } finally {
-    await server?.stop();
+    await bench?.server.stop();
     temp.cleanup();
   }
 }
