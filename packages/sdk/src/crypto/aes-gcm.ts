@@ -13,6 +13,12 @@ export interface AesKey {
   seal(nonce: Uint8Array, plaintext: Uint8Array): Promise<Uint8Array>;
   /** The plaintext, or null when the tag does not verify: nothing unauthenticated ever comes out. */
   open(nonce: Uint8Array, sealed: Uint8Array): Promise<Uint8Array | null>;
+  /**
+   * `open` on ciphertext ‖ tag given as consecutive parts (views of the chunks as they came off the
+   * network), answering the plaintext in parts. An implementation that can decrypt piece by piece
+   * does so without joining them; still nothing comes out before the tag has verified.
+   */
+  openParts(nonce: Uint8Array, sealed: readonly Uint8Array[]): Promise<Uint8Array[] | null>;
 }
 
 /** Imports a raw 32-byte key. */
@@ -26,23 +32,37 @@ const bytes = (view: Uint8Array) => view as Uint8Array<ArrayBuffer>;
 export const webAesGcm: AesGcm = async (raw) => {
   const subtle = globalThis.crypto.subtle;
   const key = await subtle.importKey("raw", bytes(raw), "AES-GCM", false, ["encrypt", "decrypt"]);
+  const open = async (nonce: Uint8Array, sealed: Uint8Array): Promise<Uint8Array | null> => {
+    if (sealed.length < TAG_SIZE) return null;
+    try {
+      return new Uint8Array(await subtle.decrypt({ name: "AES-GCM", iv: bytes(nonce) }, key, bytes(sealed)));
+    } catch (error) {
+      // WebCrypto reports a failed tag as an OperationError; anything else is a real fault.
+      if (error instanceof Error && error.name === "OperationError") return null;
+      throw error;
+    }
+  };
   return {
     async seal(nonce, plaintext) {
       return new Uint8Array(
         await subtle.encrypt({ name: "AES-GCM", iv: bytes(nonce) }, key, bytes(plaintext)),
       );
     },
-    async open(nonce, sealed) {
-      if (sealed.length < TAG_SIZE) return null;
-      try {
-        return new Uint8Array(
-          await subtle.decrypt({ name: "AES-GCM", iv: bytes(nonce) }, key, bytes(sealed)),
-        );
-      } catch (error) {
-        // WebCrypto reports a failed tag as an OperationError; anything else is a real fault.
-        if (error instanceof Error && error.name === "OperationError") return null;
-        throw error;
-      }
+    open,
+    // WebCrypto takes one buffer: the parts are joined (the one copy WebCrypto's hand-off makes anyway).
+    async openParts(nonce, sealed) {
+      const plaintext = await open(nonce, sealed.length === 1 ? (sealed[0] as Uint8Array) : joined(sealed));
+      return plaintext === null ? null : [plaintext];
     },
   };
 };
+
+function joined(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}

@@ -102,6 +102,40 @@ for (const [name, aes] of AES_IMPLEMENTATIONS) {
     });
   });
 
+  describe(`a record opened from parts (views of network chunks, never joined by node:crypto), ${name}`, () => {
+    const nonce = new Uint8Array(12).fill(7);
+    const plaintext = patterned(5000, 3);
+    const split = (bytes: Uint8Array, cuts: number[]) =>
+      [0, ...cuts].map((from, i) => bytes.subarray(from, cuts[i] ?? bytes.length));
+
+    it("gives the plaintext of the whole record wherever the cuts fall, the tag's 16 bytes included", async () => {
+      const aesKey = await aes(new Uint8Array(32).fill(9));
+      const sealed = await aesKey.seal(nonce, plaintext);
+      const tagStart = sealed.length - TAG_SIZE;
+      for (const cuts of [
+        [1],
+        [2500],
+        [tagStart],
+        [tagStart - 1, tagStart + 5],
+        [tagStart + 15],
+        [10, 20, tagStart + 8],
+      ]) {
+        const parts = await aesKey.openParts(nonce, split(sealed, cuts));
+        expectBytes(concat(parts ?? []), plaintext);
+      }
+    });
+
+    it("answers null, and no plaintext, when any byte of any part is altered or the tag is short", async () => {
+      const aesKey = await aes(new Uint8Array(32).fill(9));
+      const sealed = await aesKey.seal(nonce, plaintext);
+      const tagStart = sealed.length - TAG_SIZE;
+      for (const at of [0, 2600, tagStart - 1, tagStart, sealed.length - 1]) {
+        expect(await aesKey.openParts(nonce, split(flipped(sealed, at), [2500, tagStart + 8]))).toBeNull();
+      }
+      expect(await aesKey.openParts(nonce, split(sealed.subarray(0, TAG_SIZE - 1), [3]))).toBeNull();
+    });
+  });
+
   describe(`the reader refuses (decisions 5.3) and emits no unauthenticated plaintext, ${name}`, async () => {
     const plaintext = patterned(300_000); // records 0–3 full, record 4 holds 37,856 bytes
     const { encryptionIv, ciphertext } = await encrypt(key, plaintext);
