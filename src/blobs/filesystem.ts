@@ -65,10 +65,10 @@ const SYNC_EVERY = 32 << 20;
 
 /**
  * The end of a put: writes what it is given to an open file, the chunks that queued up during a
- * write in one writev (about STREAM_CHUNK each), counting them and refusing them past `maxBytes`
- * (null: no limit) with BlobTooLargeError before any of them is written. Every SYNC_EVERY bytes a
- * data sync runs beside the writes; the file is fsynced before the stream finishes. The caller
- * owns the handle (and closes it: closing waits for a sync still running).
+ * write in one writev (up to its STREAM_CHUNK high-water mark), counting them and refusing them
+ * past `maxBytes` (null: no limit) with BlobTooLargeError before any of them is written. Every
+ * SYNC_EVERY bytes a data sync runs beside the writes; the file is fsynced before the stream
+ * finishes. The caller owns the handle (and closes it: closing waits for a sync still running).
  */
 class FileSink extends Writable {
   bytes = 0;
