@@ -1,8 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { access, mkdir, open, readdir, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import {
+  access,
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { type Readable, Transform, type TransformCallback } from "node:stream";
+import { type Readable, Transform, type TransformCallback, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { LocalBlobUrls } from "./local-urls.js";
 import {
@@ -40,6 +51,98 @@ export class ByteCounter extends Transform {
     if (this.maxBytes !== null && this.bytes > this.maxBytes) callback(new BlobTooLargeError(this.maxBytes));
     else callback(null, chunk);
   }
+}
+
+/**
+ * Bytes a put writes between two data syncs it starts in the background. A blob must be on disk
+ * before it is renamed into place; syncing only at the end left the whole file dirty in the page
+ * cache (the kernel starts write-back on its own only past 10 % of memory), so the final fsync
+ * wrote all of it while the client waited for its answer. Syncing as the bytes come overlaps that
+ * write-back with the receiving, and leaves the final fsync at most this much to write (1 GiB
+ * written and fsynced from memory here: about 470 ms syncing at the end, 330–380 ms this way).
+ */
+const SYNC_EVERY = 32 << 20;
+
+/**
+ * The end of a put: writes what it is given to an open file, the chunks that queued up during a
+ * write in one writev (up to its STREAM_CHUNK high-water mark), counting them and refusing them
+ * past `maxBytes` (null: no limit) with BlobTooLargeError before any of them is written. Every
+ * SYNC_EVERY bytes a data sync runs beside the writes; the file is fsynced before the stream
+ * finishes. The caller owns the handle (and closes it: closing waits for a sync still running).
+ */
+class FileSink extends Writable {
+  bytes = 0;
+  private unsynced = 0;
+  private syncing: Promise<void> | null = null;
+  private syncError: Error | null = null;
+
+  constructor(
+    private readonly file: FileHandle,
+    private readonly maxBytes: number | null,
+  ) {
+    super({ highWaterMark: STREAM_CHUNK });
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.append([chunk]).then(() => callback(), callback);
+  }
+
+  override _writev(
+    chunks: { chunk: Buffer; encoding: BufferEncoding }[],
+    callback: (error?: Error | null) => void,
+  ): void {
+    this.append(chunks.map(({ chunk }) => chunk)).then(() => callback(), callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.settle()
+      .then(() => this.file.sync())
+      .then(() => callback(), callback);
+  }
+
+  private async append(buffers: Buffer[]): Promise<void> {
+    if (this.syncError) throw this.syncError;
+    const length = buffers.reduce((sum, buffer) => sum + buffer.length, 0);
+    this.bytes += length;
+    if (this.maxBytes !== null && this.bytes > this.maxBytes) throw new BlobTooLargeError(this.maxBytes);
+    let left = buffers;
+    while (left.length > 0) {
+      const { bytesWritten } = await this.file.writev(left);
+      left = unwritten(left, bytesWritten);
+    }
+    this.unsynced += length;
+    if (this.unsynced >= SYNC_EVERY && !this.syncing) {
+      this.unsynced = 0;
+      this.syncing = this.file.datasync().then(
+        () => {
+          this.syncing = null;
+        },
+        (error: Error) => {
+          this.syncing = null;
+          this.syncError = error;
+        },
+      );
+    }
+  }
+
+  /** Waits for the background sync, if one runs; its failure fails the put. */
+  private async settle(): Promise<void> {
+    await this.syncing;
+    if (this.syncError) throw this.syncError;
+  }
+}
+
+/** What is left of `buffers` once their first `written` bytes are on disk (a short writev). */
+export function unwritten(buffers: Buffer[], written: number): Buffer[] {
+  let skip = written;
+  let index = 0;
+  while (index < buffers.length && skip >= (buffers[index] as Buffer).length) {
+    skip -= (buffers[index] as Buffer).length;
+    index++;
+  }
+  const rest = buffers.slice(index);
+  if (skip > 0 && rest[0]) rest[0] = rest[0].subarray(skip);
+  return rest;
 }
 
 /** Checks an inclusive byte range; the end may lie past the last byte (clamped, as S3 does). */
@@ -85,13 +188,16 @@ export class FileSystemBlobStore implements BlobStore {
     const temp = join(this.tempDir, `${randomUUID()}${PART}`);
     this.puts.set(temp, key);
     try {
-      const counter = new ByteCounter(options.maxBytes);
-      // The file exists before any byte flows, so the clean-up below always has it to remove. The
-      // stream closes it, flushed to disk first so that a renamed blob is whole after a crash.
+      // The file exists before any byte flows, so the clean-up below always has it to remove.
       const file = await open(temp, "wx", 0o600);
-      await pipeline(body, counter, file.createWriteStream({ flush: true, highWaterMark: STREAM_CHUNK }));
+      const sink = new FileSink(file, options.maxBytes);
+      try {
+        await pipeline(body, sink);
+      } finally {
+        await file.close();
+      }
       await this.moveIntoPlace(temp, target);
-      return { size: counter.bytes };
+      return { size: sink.bytes };
     } catch (error) {
       body.destroy();
       await rm(temp, { force: true });

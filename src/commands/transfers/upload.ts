@@ -68,8 +68,11 @@ class HashTap extends Transform {
 
 /**
  * Stores one file part: as it comes, or encrypted by the server under `contentKey` (decisions
- * 5.3). The size limit applies to the bytes the client sent. An encrypted file's size is that of
+ * 5.3). The size limit applies to the bytes the client sent: the store enforces it on a plain file;
+ * an encrypted one is counted before it grows by its framing. An encrypted file's size is that of
  * its stored ciphertext, as for any encrypted file (5.3), and its salt is its `encryptionIv`.
+ * A plain file without a fingerprint goes to the store as the parser hands it over: no stage in
+ * between, as every hop costs per chunk on a GiB upload.
  */
 async function storeFile(
   blobs: BlobStore,
@@ -80,22 +83,21 @@ async function storeFile(
   contentKey: Uint8Array | null,
   fingerprint: Hash | null,
 ): Promise<{ size: number; encryptionIv: string | null }> {
-  const counter = new ByteCounter(maxBytes);
+  const counter = contentKey ? new ByteCounter(maxBytes) : null;
   const encrypting = contentKey ? encryptingStage(contentKey) : null;
   const stages: (Transform | Duplex)[] = [
     ...(fingerprint ? [new HashTap(fingerprint)] : []),
-    counter,
-    ...(encrypting ? [encrypting.stage] : []),
+    ...(counter && encrypting ? [counter, encrypting.stage] : []),
   ];
   // pipeline() hands back its last stream; an error anywhere (too large included) destroys it.
-  const body = pipeline([file, ...stages], () => {}) as unknown as Readable;
-  await blobs.put(key, body, {
-    maxBytes: null,
+  const body = stages.length > 0 ? (pipeline([file, ...stages], () => {}) as unknown as Readable) : file;
+  const { size } = await blobs.put(key, body, {
+    maxBytes: counter ? null : maxBytes,
     contentType: encrypting ? "application/octet-stream" : contentType,
   });
-  return encrypting
+  return counter && encrypting
     ? { size: encryptedSize(counter.bytes), encryptionIv: encrypting.encryptionIv }
-    : { size: counter.bytes, encryptionIv: null };
+    : { size, encryptionIv: null };
 }
 
 /** Errors of the multipart parser are the client's: a malformed or over-limit body. */
