@@ -35,7 +35,10 @@ export interface TransferParties {
   sender: string;
   senderAccountId: string;
   senderAgentId: string | null;
+  /** An agent's slug; for a human recipient the e-mail address, sealed under `recipientPersonId`'s key. */
   recipient: string;
+  /** The person whose sealed address `recipient` holds (decisions 6.5); null for agents. */
+  recipientPersonId: string | null;
   /** Null for a human recipient without an account. */
   recipientAccountId: string | null;
   recipientAgentId: string | null;

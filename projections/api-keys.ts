@@ -1,7 +1,8 @@
+import type { AccountEvent } from "../domain/account.js";
 import type { ApiKeyEvent } from "../domain/api-key.js";
-import { categoryProjection } from "./projection.js";
+import { categoryProjection, type Projection } from "./projection.js";
 
-export const apiKeysProjection = categoryProjection<ApiKeyEvent>({
+const keyLives = categoryProjection<ApiKeyEvent>({
   name: "api_keys",
   tables: ["api_keys"],
   category: "api_key",
@@ -26,3 +27,20 @@ export const apiKeysProjection = categoryProjection<ApiKeyEvent>({
     }
   },
 });
+
+/** An erased account's keys stop working at once (decisions 6.5): all of them read as revoked. */
+export const apiKeysProjection: Projection = {
+  name: keyLives.name,
+  tables: keyLives.tables,
+  async apply(trx, recorded) {
+    if (recorded.type === "AccountErased") {
+      const { accountId, at } = recorded.data as Extract<AccountEvent, { type: "AccountErased" }>["data"];
+      await trx("api_keys")
+        .where({ account_id: accountId })
+        .whereNull("revoked_at")
+        .update({ revoked_at: at });
+      return;
+    }
+    await keyLives.apply(trx, recorded);
+  },
+};

@@ -1,5 +1,7 @@
+import type { ErasureEvent } from "../domain/erasure.js";
 import type { TransferEvent } from "../domain/transfer.js";
-import { categoryProjection } from "./projection.js";
+import { ERASED } from "../src/privacy/personal-data.js";
+import { categoryProjection, type Projection } from "./projection.js";
 
 /**
  * One row per transfer: the list, get, inbox and housekeeping all read it. `created_position`
@@ -7,7 +9,7 @@ import { categoryProjection } from "./projection.js";
  * of its activation) orders the inbox and makes its cursor, so a presigned transfer shown while
  * pending comes round again once active. Both come from the log: identical on rebuild.
  */
-export const transfersProjection = categoryProjection<TransferEvent>({
+const transferLives = categoryProjection<TransferEvent>({
   name: "transfers",
   tables: ["transfers"],
   category: "transfer",
@@ -22,6 +24,7 @@ export const transfersProjection = categoryProjection<TransferEvent>({
           sender_account_id: d.senderAccountId,
           sender_agent_id: d.senderAgentId,
           recipient: d.recipient,
+          recipient_person_id: d.recipientPersonId,
           recipient_account_id: d.recipientAccountId,
           recipient_agent_id: d.recipientAgentId,
           status: d.status,
@@ -68,3 +71,20 @@ export const transfersProjection = categoryProjection<TransferEvent>({
     }
   },
 });
+
+export const transfersProjection: Projection = {
+  name: transferLives.name,
+  tables: transferLives.tables,
+  async apply(trx, recorded) {
+    if (recorded.type === "PersonErased") {
+      const { transferIds } = recorded.data as ErasureEvent["data"];
+      if (transferIds.length === 0) return;
+      await trx("transfers")
+        .whereIn("id", transferIds)
+        .where({ mode: "agent-to-human" })
+        .update({ recipient: ERASED });
+      return;
+    }
+    await transferLives.apply(trx, recorded);
+  },
+};

@@ -2,6 +2,7 @@
  * The server's own commands (serve, accounts create, projections rebuild). src/cli.ts loads this
  * module only for them, so the client commands start without the server's dependencies.
  */
+
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
 import { projections } from "../projections/index.js";
@@ -9,6 +10,7 @@ import { UsageError } from "./cli-errors.js";
 import { createAccount, defaultAccountName } from "./commands/accounts.js";
 import { loadConfig } from "./config.js";
 import { buildApp } from "./http/app.js";
+import { presentAccount } from "./http/presenters.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
 import { findAccount } from "./queries/accounts.js";
 import { openService } from "./service.js";
@@ -75,15 +77,15 @@ export async function accountsCreate(args: string[]): Promise<void> {
     const result = await createAccount(
       service.deps,
       { email: values.email, name: values.name ?? defaultAccountName(values.email), plan },
-      { accountId: null, keyId: null },
+      { kind: "admin", accountId: null, keyId: null },
     );
     await service.engine.waitFor(result.position, 10_000);
-    const account = await findAccount(service.db, result.accountId);
+    const account = await findAccount(service.db, service.deps.people, result.accountId);
     const { id, name, apiKey, createdAt } = result.apiKey;
     console.log(
       JSON.stringify(
         {
-          account: account && { ...account, created_at: new Date(account.created_at).toISOString() },
+          account: account && presentAccount(account),
           api_key: { id, name, api_key: apiKey, created_at: createdAt },
         },
         null,

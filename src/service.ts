@@ -18,6 +18,7 @@ import { PostgresEventStore } from "./eventstore/postgres.js";
 import { Housekeeper } from "./housekeeping/housekeeper.js";
 import { type Mailer, OutboxMailer, SmtpMailer } from "./mail/mailer.js";
 import { meteredBlobStore } from "./observability/metrics.js";
+import { PersonalData } from "./privacy/personal-data.js";
 import type { RateLimitCounter } from "./rate-limits/counter.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
@@ -107,6 +108,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     clock,
     serverKey,
     snapshots: new SnapshotStore(db),
+    people: new PersonalData(db, serverKey),
     streamLock: new StreamLock(),
   };
   const transferDeps: TransferDeps = { ...deps, db, blobs };
@@ -119,7 +121,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     "invitations",
     store,
     db,
-    invitationMailer(mailer, clock, config.publicBaseUrl),
+    invitationMailer(mailer, clock, deps.people, config.publicBaseUrl),
     (error) => console.error("sending an invitation failed:", error),
   );
   const rateLimits: RateLimitCounter = config.redisUrl

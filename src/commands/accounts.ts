@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { accountDecider, claimEmail, type EmailClaimEvent } from "../../domain/account.js";
+import { accountDecider, claimEmail, type EmailClaimEvent, emailTaken } from "../../domain/account.js";
 import { apiKeyDecider } from "../../domain/api-key.js";
+import { DomainError } from "../../domain/decider.js";
 import { streams } from "../../domain/streams.js";
-import { NO_STREAM } from "../eventstore/port.js";
+import { type EventStore, NO_STREAM } from "../eventstore/port.js";
 import { limitsOf } from "../plans/catalog.js";
+import { normalEmail } from "../privacy/personal-data.js";
 import { sha256Hex } from "../security/secrets.js";
 import { mintApiKey } from "./api-keys.js";
 import type { CommandDeps } from "./deps.js";
@@ -17,6 +19,15 @@ export function defaultAccountName(email: string): string {
   return email.slice(0, email.indexOf("@")) || email;
 }
 
+/** The claim stream of an address as named before decisions 6.5: still read, so old claims hold. */
+export function legacyClaimStream(email: string): string {
+  return streams.accountEmail(sha256Hex(normalEmail(email)));
+}
+
+export async function readClaims(store: EventStore, streamId: string): Promise<EmailClaimEvent[]> {
+  return (await store.readStream(streamId)).map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent);
+}
+
 export interface NewAccount {
   email: string;
   name: string;
@@ -28,23 +39,23 @@ export interface NewAccount {
  * claim (so an address is used once, whoever commits first), the account, its key roster and the key.
  */
 export async function createAccount(deps: CommandDeps, input: NewAccount, actor: Actor) {
+  const personId = await deps.people.personFor(input.email);
+  const email = await deps.people.seal(personId, input.email);
+  const name = await deps.people.seal(personId, input.name);
   return retryOnConflict(async () => {
     const now = deps.clock.now().toISOString();
     const accountId = randomUUID();
-    const emailStream = streams.accountEmail(sha256Hex(input.email.trim().toLowerCase()));
-    const claimed = await deps.store.readStream(emailStream);
-    const claimEvents = accepted(
-      claimEmail(
-        claimed.map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent),
-        accountId,
-      ),
-    );
+    if (emailTaken(await readClaims(deps.store, legacyClaimStream(input.email)))) {
+      throw new DomainError("ACCOUNT_EXISTS", "an account with this e-mail already exists");
+    }
+    const emailStream = streams.accountEmail(personId);
+    const claimEvents = accepted(claimEmail(await readClaims(deps.store, emailStream), accountId));
 
     const limits = limitsOf(input.plan);
     const account = { streamId: streams.account(accountId), expected: NO_STREAM } as const;
     const created = accepted(
       accountDecider.decide(
-        { type: "CreateAccount", accountId, ...input, now },
+        { type: "CreateAccount", accountId, email, name, personId, plan: input.plan, now },
         accountDecider.initialState(),
         { limits },
       ),

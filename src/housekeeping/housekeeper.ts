@@ -1,4 +1,5 @@
 import { blobKey } from "../blobs/keys.js";
+import { SYSTEM_ACTOR } from "../commands/streams.js";
 import { changeTransfer, type TransferDeps } from "../commands/transfers/record.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
 import { pruneIdempotencyRecords } from "../http/idempotency.js";
@@ -10,7 +11,6 @@ const BATCH = 100;
 const PRUNE_INTERVAL_MS = 60_000;
 /** Crash leftovers are looked for at start-up, then this often (real time: file times are real). */
 const LEFTOVER_INTERVAL_MS = 60_000;
-const SYSTEM = { accountId: null, keyId: null };
 
 /**
  * Moves transfers to `expired` at `expires_at` and deletes file data that is due to go (expired,
@@ -53,11 +53,11 @@ export class Housekeeper {
   async sweep(): Promise<{ expired: number; purged: number }> {
     const now = this.deps.clock.now();
     const expiring = await dueForExpiry(this.deps.db, now, BATCH);
-    for (const id of expiring) await changeTransfer(this.deps, id, { type: "ExpireTransfer" }, SYSTEM);
+    for (const id of expiring) await changeTransfer(this.deps, id, { type: "ExpireTransfer" }, SYSTEM_ACTOR);
     const purging = await dueForPurge(this.deps.db, this.deps.clock.now(), BATCH);
     for (const transfer of purging) {
       await this.deps.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
-      await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM);
+      await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM_ACTOR);
     }
     await this.pruneIdempotencyRecords();
     return { expired: expiring.length, purged: purging.length };

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Knex } from "knex";
+import type { Actor } from "../commands/streams.js";
 import {
   API_KEY_PREFIX,
   apiKeyWellFormed,
@@ -84,9 +85,17 @@ export function registerAuthentication(app: FastifyInstance, db: Knex, adminToke
   });
 }
 
-/** The caller's account, for routes that take an API key. */
-export function callerAccount(request: FastifyRequest): { accountId: string; keyId: string } {
+/**
+ * The caller's account, for routes that take an API key: also the actor its changes are recorded
+ * under (decisions 6.1), with the request id that ties an event to its log lines.
+ */
+export function callerAccount(request: FastifyRequest): Actor & { accountId: string; keyId: string } {
   const principal = request.principal;
   if (principal.kind !== "account") throw new HttpError(401, "UNAUTHORIZED", "an API key is required");
-  return { accountId: principal.accountId, keyId: principal.keyId };
+  return { kind: "api_key", accountId: principal.accountId, keyId: principal.keyId, requestId: request.id };
+}
+
+/** The actor of an operator's request through /v1/admin. */
+export function adminActor(request: FastifyRequest): Actor {
+  return { kind: "admin", accountId: null, keyId: null, requestId: request.id };
 }

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import type { PersonalData } from "../privacy/personal-data.js";
 import { isUuid } from "../queries/agents.js";
 import { type AgentWithAccount, visibleAgents } from "../queries/connections.js";
 import { HttpError } from "./errors.js";
@@ -29,11 +30,12 @@ export type Resolution =
  */
 export async function resolveAgent(
   db: Knex,
+  people: PersonalData,
   callerAccountId: string,
   ref: string,
   account: string | null,
 ): Promise<Resolution> {
-  let candidates = await visibleAgents(db, callerAccountId, ref);
+  let candidates = await visibleAgents(db, people, callerAccountId, ref);
   if (account !== null) candidates = candidates.filter((agent) => matchesAccount(agent, account));
   const own = candidates.find((agent) => agent.account_id === callerAccountId);
   if (own) return { kind: "found", agent: own };

@@ -1,6 +1,8 @@
 import type { Knex } from "knex";
 import type { ConnectionStatus } from "../../domain/connection.js";
-import { type AccountRow, findAccount } from "./accounts.js";
+import type { PersonalData } from "../privacy/personal-data.js";
+import { revealRows } from "../privacy/reveal.js";
+import { type AccountRow, findAccount, findAccountByEmail } from "./accounts.js";
 import { type AgentRow, isUuid } from "./agents.js";
 
 export interface ConnectionRow {
@@ -39,10 +41,15 @@ export function pairedAccountIds(db: Knex, accountId: string): Knex.QueryBuilder
     );
 }
 
-/** An account named by e-mail (any letter case) or UUID. */
-export async function findAccountByEmailOrId(db: Knex, ref: string): Promise<AccountRow | undefined> {
-  if (isUuid(ref)) return findAccount(db, ref);
-  return db<AccountRow>("accounts").whereRaw("lower(email) = lower(?)", [ref]).first();
+/** A live account named by e-mail (any letter case) or UUID. */
+export async function findAccountByEmailOrId(
+  db: Knex,
+  people: PersonalData,
+  ref: string,
+): Promise<AccountRow | undefined> {
+  if (!isUuid(ref)) return findAccountByEmail(db, people, ref);
+  const account = await findAccount(db, people, ref);
+  return account?.erased_at ? undefined : account;
 }
 
 export type AgentWithAccount = AgentRow & { account_name: string; account_email: string };
@@ -53,26 +60,44 @@ function agentsWithAccounts(db: Knex) {
     .select("agents.*", "accounts.name as account_name", "accounts.email as account_email");
 }
 
+/** Agents with their accounts' names and addresses as shown (opened, or "[erased]"). */
+function revealAccounts(people: PersonalData, rows: AgentWithAccount[]): Promise<AgentWithAccount[]> {
+  return revealRows(people, rows, ["account_name", "account_email"]);
+}
+
 /**
  * Spec 4.6: the connected agents a caller may send to, its own first, then those of actively
- * connected accounts; each group in registration order.
+ * connected accounts by account name; each group in registration order. Names are sealed in the
+ * read model, so the paired group is ordered once they are opened.
  */
-export async function sendableAgents(db: Knex, accountId: string): Promise<AgentWithAccount[]> {
+export async function sendableAgents(
+  db: Knex,
+  people: PersonalData,
+  accountId: string,
+): Promise<AgentWithAccount[]> {
   const own = await agentsWithAccounts(db)
     .where({ "agents.account_id": accountId, "agents.connection_status": "connected" })
     .orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
   const paired = await agentsWithAccounts(db)
     .whereIn("agents.account_id", pairedAccountIds(db, accountId))
     .where({ "agents.connection_status": "connected" })
-    .orderBy([{ column: "accounts.name" }, { column: "agents.created_at" }, { column: "agents.id" }]);
-  return [...own, ...paired];
+    .orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
+  const byName = (await revealAccounts(people, paired)).sort((a, b) =>
+    a.account_name < b.account_name ? -1 : a.account_name > b.account_name ? 1 : 0,
+  );
+  return [...(await revealAccounts(people, own)), ...byName];
 }
 
 /**
  * Agents a caller can see by slug or UUID: on its own account or an actively connected one, never
  * disconnected ones. Anything else stays invisible, so slugs of strangers cannot be probed.
  */
-export async function visibleAgents(db: Knex, accountId: string, ref: string): Promise<AgentWithAccount[]> {
+export async function visibleAgents(
+  db: Knex,
+  people: PersonalData,
+  accountId: string,
+  ref: string,
+): Promise<AgentWithAccount[]> {
   const query = agentsWithAccounts(db)
     .whereNot({ "agents.connection_status": "disconnected" })
     .where((where) =>
@@ -82,5 +107,8 @@ export async function visibleAgents(db: Knex, accountId: string, ref: string): P
     );
   if (isUuid(ref)) query.where({ "agents.id": ref });
   else query.where({ "agents.agent_id": ref });
-  return query.orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
+  return revealAccounts(
+    people,
+    await query.orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]),
+  );
 }

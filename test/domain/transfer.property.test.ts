@@ -154,6 +154,7 @@ function run(scenario: Scenario): Run {
         senderAgentId: "agent-s",
         recipient: "recipient",
         recipientAccountId: "acc-r",
+        recipientPersonId: null,
         recipientAgentId: "agent-r",
       },
       terms: {

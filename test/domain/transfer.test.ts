@@ -34,6 +34,7 @@ const parties: TransferParties = {
   senderAgentId: "agent-sender",
   recipient: "recipient-bot",
   recipientAccountId: "acc-recipient",
+  recipientPersonId: null,
   recipientAgentId: "agent-recipient",
 };
 

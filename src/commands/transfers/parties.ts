@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { HumanRecipient, TransferMode, TransferParties } from "../../../domain/transfer.js";
 import { validationError } from "../../http/errors.js";
 import { ambiguous, resolveAgent } from "../../http/recipients.js";
+import type { PersonalData } from "../../privacy/personal-data.js";
 import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
 
 export interface PartiesInput {
@@ -27,6 +28,7 @@ export interface ResolvedParties {
  */
 export async function resolveParties(
   db: Knex,
+  people: PersonalData,
   accountId: string,
   input: PartiesInput,
 ): Promise<ResolvedParties> {
@@ -40,9 +42,13 @@ export async function resolveParties(
       throw validationError("the recipient of an agent-to-human transfer is an e-mail address", "recipient");
     }
     // Human accounts are not built yet: every human recipient is someone without an account.
+    // Their address is personal data: sealed under their data key (decisions 6.5).
+    const recipientPersonId = await people.personFor(input.recipient);
     return {
       parties: {
         ...common(input, accountId, senderAgent ?? null),
+        recipient: await people.seal(recipientPersonId, input.recipient),
+        recipientPersonId,
         recipientAccountId: null,
         recipientAgentId: null,
       },
@@ -51,7 +57,7 @@ export async function resolveParties(
       recipientAgent: null,
     };
   }
-  const resolution = await resolveAgent(db, accountId, input.recipient, input.recipientAccount);
+  const resolution = await resolveAgent(db, people, accountId, input.recipient, input.recipientAccount);
   if (resolution.kind === "ambiguous") throw ambiguous(input.recipient, resolution.candidates);
   const recipientAgent = resolution.kind === "found" ? resolution.agent : null;
   if (recipientAgent?.connection_status !== "connected") {
@@ -63,6 +69,7 @@ export async function resolveParties(
   return {
     parties: {
       ...common(input, accountId, senderAgent ?? null),
+      recipientPersonId: null,
       recipientAccountId: recipientAgent.account_id,
       recipientAgentId: recipientAgent.id,
     },

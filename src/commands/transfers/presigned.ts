@@ -30,7 +30,7 @@ export async function createPresignedTransfer(
   declared.forEach((file, index) => {
     checkFileName(file.name, `files.${index}.name`);
   });
-  const resolved = await resolveParties(deps.db, caller.accountId, partiesInput(intent));
+  const resolved = await resolveParties(deps.db, deps.people, caller.accountId, partiesInput(intent));
   if (resolved.human) {
     throw validationError(
       "agent-to-human transfers go through POST /v1/transfers, so the server can encrypt them for the recipient",

@@ -28,6 +28,7 @@ import {
   refreshSnapshot,
   retryOnConflict,
   type Snapshotted,
+  SYSTEM_ACTOR,
   toAppend,
 } from "../streams.js";
 
@@ -41,7 +42,6 @@ export interface TransferDeps extends CommandDeps {
 const USAGE_SNAPSHOT = "usage/v2";
 /** The account stream's snapshot kind: a new shape of AccountState takes a new kind. */
 const ACCOUNT_SNAPSHOT = "account/v1";
-const SYSTEM: Actor = { accountId: null, keyId: null };
 
 /** What a new transfer is made of: the CreateTransfer command less the time the handler stamps. */
 export type NewTransfer = Omit<Extract<TransferCommand, { type: "CreateTransfer" }>, "type" | "now">;
@@ -71,7 +71,7 @@ export async function prepareSender(deps: TransferDeps, accountId: string): Prom
   if (sender.limits.storageBytes === null || sender.usage.state.bytesHeld === 0) return sender;
   const overdue = await overdueTransfersOf(deps.db, accountId, deps.clock.now());
   if (overdue.length === 0) return sender;
-  for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM);
+  for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM_ACTOR);
   return loadSender(deps, accountId);
 }
 

@@ -61,7 +61,7 @@ export async function sendTransfer(
     ...file,
     encryptionIv: ivs[index] ?? null,
   }));
-  const resolved = await resolveParties(deps.db, caller.accountId, partiesInput(intent));
+  const resolved = await resolveParties(deps.db, deps.people, caller.accountId, partiesInput(intent));
   if (resolved.human && !form.dataKey) {
     throw validationError(
       "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { changePlan, createAccount, defaultAccountName } from "../../commands/accounts.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
+import { adminActor } from "../auth.js";
 import { notFound } from "../errors.js";
 import { presentAccount } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
@@ -18,14 +19,13 @@ const accountSchema = z.object({
 });
 const planSchema = z.enum(PLAN_IDS);
 const ADMIN = { auth: "admin" as const };
-const ADMIN_ACTOR = { accountId: null, keyId: null };
 
 /** Decisions section 2: operator endpoints, registered only when ADMIN_TOKEN is set. */
 export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
   const { db, deps, testClock } = service;
 
   async function settledAccount(id: string) {
-    const account = await findAccount(db, id);
+    const account = await findAccount(db, deps.people, id);
     if (!account) throw new Error(`account ${id} missing from the read model after its write settled`);
     return presentAccount(account);
   }
@@ -64,7 +64,7 @@ export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         const result = await createAccount(
           deps,
           { email, name: name ?? defaultAccountName(email), plan },
-          ADMIN_ACTOR,
+          adminActor(request),
         );
         await settle(result.position);
         const { id, name: keyName, apiKey, createdAt } = result.apiKey;
@@ -88,9 +88,9 @@ export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         },
       },
       async (request) => {
-        const account = await findAccount(db, request.params.id);
+        const account = await findAccount(db, deps.people, request.params.id);
         if (!account) throw notFound("account");
-        const result = await changePlan(deps, account.id, request.body.plan, ADMIN_ACTOR);
+        const result = await changePlan(deps, account.id, request.body.plan, adminActor(request));
         await settle(result.position);
         return settledAccount(account.id);
       },

@@ -32,8 +32,8 @@ function ownAccount(accountId: string, requested: string): void {
 export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
   const { db, deps } = service;
 
-  async function issue(accountId: string, keyId: string, name: string) {
-    const result = await createApiKey(deps, accountId, name, { accountId, keyId });
+  async function issue(caller: ReturnType<typeof callerAccount>, name: string) {
+    const result = await createApiKey(deps, caller.accountId, name, caller);
     await settle(result.position);
     const { id, apiKey, createdAt } = result.apiKey;
     return { id, name, api_key: apiKey, created_at: createdAt };
@@ -54,7 +54,7 @@ export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAs
       },
       async (request, reply) => {
         const caller = callerAccount(request);
-        return reply.status(201).send(await issue(caller.accountId, caller.keyId, request.body.name));
+        return reply.status(201).send(await issue(caller, request.body.name));
       },
     );
 
@@ -72,9 +72,7 @@ export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAs
       async (request, reply) => {
         const caller = callerAccount(request);
         ownAccount(caller.accountId, request.params.account_id);
-        return reply
-          .status(201)
-          .send(await issue(caller.accountId, caller.keyId, request.body?.name ?? DEFAULT_KEY_NAME));
+        return reply.status(201).send(await issue(caller, request.body?.name ?? DEFAULT_KEY_NAME));
       },
     );
 

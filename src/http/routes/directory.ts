@@ -27,7 +27,7 @@ const resolvedSchema = z.object({
 
 /** Spec 4.6 and 4.7: whom an agent may send to, and the keys to encrypt for them. */
 export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
-  const { db } = service;
+  const { db, deps } = service;
 
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
@@ -43,7 +43,7 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
       },
       async (request) => {
         const caller = callerAccount(request);
-        const agents = await sendableAgents(db, caller.accountId);
+        const agents = await sendableAgents(db, deps.people, caller.accountId);
         return {
           agents: agents.map((agent) => {
             const own = agent.account_id === caller.accountId;
@@ -75,7 +75,7 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
       async (request) => {
         const caller = callerAccount(request);
         const { agent_id: ref, account } = request.query;
-        const resolution = await resolveAgent(db, caller.accountId, ref, account ?? null);
+        const resolution = await resolveAgent(db, deps.people, caller.accountId, ref, account ?? null);
         if (resolution.kind === "ambiguous") throw ambiguous(ref, resolution.candidates);
         // Another account's agent without a connection is "not found", never "forbidden": no enumeration.
         if (resolution.kind === "none") throw notFound("agent");
