@@ -3,6 +3,7 @@ import { agentsProjection } from "./agents.js";
 import { apiKeysProjection } from "./api-keys.js";
 import { broadcastsProjection } from "./broadcasts.js";
 import { connectionsProjection } from "./connections.js";
+import { historyProjection } from "./history.js";
 import type { Projection } from "./projection.js";
 import { transfersProjection } from "./transfers.js";
 
@@ -13,6 +14,7 @@ export const projections: Projection[] = [
   broadcastsProjection,
   connectionsProjection,
   transfersProjection,
+  historyProjection,
 ];
 
 export function projectionNamed(name: string): Projection | undefined {

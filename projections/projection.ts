@@ -11,6 +11,8 @@ export interface Projection {
   name: string;
   tables: string[];
   apply(trx: Knex.Transaction, event: RecordedEvent): Promise<void>;
+  /** When present, the engine hands over a batch's events at once (in log order) instead. */
+  applyBatch?(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void>;
 }
 
 /**

@@ -1,11 +1,12 @@
 import type { Knex } from "knex";
-import type { PersonalData } from "../privacy/personal-data.js";
+import { ERASED, type PersonalData } from "../privacy/personal-data.js";
 import { isUuid } from "../queries/agents.js";
 import { type AgentWithAccount, visibleAgents } from "../queries/connections.js";
 import { HttpError } from "./errors.js";
 
 /** Decisions/spec 7: candidates show an address only masked, never in full. */
 export function maskEmail(email: string): string {
+  if (email === ERASED) return ERASED;
   const [local = "", domain = ""] = email.split("@");
   const dot = domain.lastIndexOf(".");
   const host = dot > 0 ? domain.slice(0, dot) : domain;

@@ -41,7 +41,7 @@ export interface TransferDeps extends CommandDeps {
 /** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */
 const USAGE_SNAPSHOT = "usage/v2";
 /** The account stream's snapshot kind: a new shape of AccountState takes a new kind. */
-const ACCOUNT_SNAPSHOT = "account/v1";
+const ACCOUNT_SNAPSHOT = "account/v2";
 
 /** What a new transfer is made of: the CreateTransfer command less the time the handler stamps. */
 export type NewTransfer = Omit<Extract<TransferCommand, { type: "CreateTransfer" }>, "type" | "now">;

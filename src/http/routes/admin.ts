@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { changePlan, createAccount, defaultAccountName } from "../../commands/accounts.js";
+import { type Erasure, type ErasureDeps, eraseAccount, erasePerson } from "../../commands/erasure.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
 import { adminActor } from "../auth.js";
@@ -18,11 +19,25 @@ const accountSchema = z.object({
   created_at: timestamp,
 });
 const planSchema = z.enum(PLAN_IDS);
+const erasureSchema = z.object({
+  id: z.uuid(),
+  account_id: z.uuid().nullable(),
+  transfers: z.number().int(),
+  erased_at: timestamp,
+});
+
+const presentErasure = (erasure: Erasure) => ({
+  id: erasure.erasureId,
+  account_id: erasure.accountId,
+  transfers: erasure.transfers,
+  erased_at: erasure.erasedAt,
+});
 const ADMIN = { auth: "admin" as const };
 
 /** Decisions section 2: operator endpoints, registered only when ADMIN_TOKEN is set. */
 export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
   const { db, deps, testClock } = service;
+  const erasureDeps: ErasureDeps = { ...deps, db, mailer: service.mailer, settle };
 
   async function settledAccount(id: string) {
     const account = await findAccount(db, deps.people, id);
@@ -94,6 +109,40 @@ export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         await settle(result.position);
         return settledAccount(account.id);
       },
+    );
+
+    routes.post(
+      "/v1/admin/accounts/:id/erase",
+      {
+        config: ADMIN,
+        schema: {
+          tags: ["admin"],
+          summary: "Erase an account's personal data by destroying its data key (crypto-shredding)",
+          params: z.object({ id: z.string() }),
+          response: { 200: erasureSchema, ...errors(401, 404) },
+        },
+      },
+      async (request) => {
+        const account = await findAccount(db, deps.people, request.params.id);
+        if (!account) throw notFound("account");
+        return presentErasure(await eraseAccount(erasureDeps, account.id, adminActor(request)));
+      },
+    );
+
+    routes.post(
+      "/v1/admin/erasures",
+      {
+        config: ADMIN,
+        schema: {
+          tags: ["admin"],
+          summary:
+            "Erase a person's personal data by e-mail address (with their account, when they have one)",
+          body: z.object({ email: z.email().max(320) }),
+          response: { 200: erasureSchema, ...errors(400, 401, 415) },
+        },
+      },
+      async (request) =>
+        presentErasure(await erasePerson(erasureDeps, request.body.email, adminActor(request))),
     );
 
     if (testClock) {
