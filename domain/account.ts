@@ -6,6 +6,9 @@ import { type PlanLimits, withinLimit } from "./plan-limits.js";
  * keys are reserved here in the same atomic append that creates the agent or key, so uniqueness
  * and limits hold at append time whatever the read models say.
  */
+/** Decisions section 4: a sign-up makes a human account; the admin endpoint and the CLI an agent one. */
+export type AccountKind = "human" | "agent";
+
 export type AccountEvent =
   | {
       /**
@@ -13,6 +16,7 @@ export type AccountEvent =
        * events written before sealing existed hold them in clear, with `personId` null.
        */
       type: "AccountCreated";
+      /** `kind` is absent from events recorded before human accounts existed: those are agent accounts. */
       data: {
         accountId: string;
         email: string;
@@ -20,6 +24,7 @@ export type AccountEvent =
         personId: string | null;
         plan: string;
         createdAt: string;
+        kind?: AccountKind;
       };
     }
   | { type: "AccountErased"; data: { accountId: string; erasureId: string; at: string } }
@@ -39,6 +44,7 @@ export type AccountCommand =
       name: string;
       personId: string | null;
       plan: string;
+      kind: AccountKind;
       now: string;
     }
   | { type: "EraseAccount"; erasureId: string; now: string }
@@ -81,8 +87,10 @@ function decide(
 ): Decision<AccountEvent> {
   if (command.type === "CreateAccount") {
     if (state.exists) return refuse("ACCOUNT_EXISTS", "the account already exists");
-    const { accountId, email, name, personId, plan, now } = command;
-    return [{ type: "AccountCreated", data: { accountId, email, name, personId, plan, createdAt: now } }];
+    const { accountId, email, name, personId, plan, kind, now } = command;
+    return [
+      { type: "AccountCreated", data: { accountId, email, name, personId, plan, createdAt: now, kind } },
+    ];
   }
   if (!state.exists) return refuse("NOT_FOUND", "no such account");
   if (command.type === "EraseAccount") {
@@ -220,3 +228,6 @@ export function releaseEmail(existing: EmailClaimEvent[], accountId: string): Em
   if (last?.type !== "AccountEmailClaimed" || last.data.accountId !== accountId) return [];
   return [{ type: "AccountEmailReleased", data: { accountId } }];
 }
+
+/** The kind of the account an AccountCreated event made (events from before humans: agent). */
+export const accountKindOf = (data: { kind?: AccountKind }): AccountKind => data.kind ?? "agent";

@@ -32,7 +32,10 @@ export interface TransferEncryption {
 
 export interface TransferParties {
   mode: TransferMode;
+  /** An agent's slug; for a human sender (human-to-agent) the e-mail address, sealed under `senderPersonId`'s key. */
   sender: string;
+  /** The person whose sealed address `sender` holds (decisions 6.5); null for agents. */
+  senderPersonId: string | null;
   senderAccountId: string;
   senderAgentId: string | null;
   /** An agent's slug; for a human recipient the e-mail address, sealed under `recipientPersonId`'s key. */
@@ -50,13 +53,32 @@ export interface HumanRecipient {
   hasReceivingKey: boolean;
 }
 
+/** The content key wrapped to a person's receiving key (decisions 5.2), with the key it was wrapped to. */
+export interface WrappedForPerson {
+  recipientAccountId: string;
+  encryptedKey: string;
+  recipientKeyVersion: number;
+  recipientPublicKey: string;
+}
+
 /** Why a transfer waits for its human recipient (spec 4.9's encryption rules). */
 export type PendingReason = "recipient_not_registered" | "recipient_has_no_receiving_key";
 
-/** File data encrypted at rest under a data key that only the server-key-wrapped copy unlocks. */
-export interface AtRestEncryption {
+/**
+ * File data the server encrypted as it streamed in, for a person. `HOE1`: the format of decisions
+ * 5.3 under a fresh content key K, each file's salt its `encryptionIv`; while the person has no
+ * receiving key, K is held sealed under the server key outside the log (held_content_keys), so
+ * that activation wraps K (5.2) and destroys the held copy without rewriting a file byte.
+ * `wrappedDataKey`: transfers recorded before that, whose files are HOF1 records under a data key
+ * sealed in this event; activation rewrites their files once into HOE1 (LegacyAtRest).
+ */
+export type AtRestEncryption = { format: "HOE1" } | LegacyAtRest;
+export interface LegacyAtRest {
   wrappedDataKey: string;
 }
+
+export const isLegacyAtRest = (atRest: AtRestEncryption | null): atRest is LegacyAtRest =>
+  atRest !== null && "wrappedDataKey" in atRest;
 
 export interface TransferTerms {
   maxDownloads: number;
@@ -82,6 +104,20 @@ export type TransferEvent =
         };
     }
   | { type: "TransferActivated"; data: { activatedAt: string } }
+  /**
+   * A held transfer's content key wrapped to its person's receiving key; `fileIvs`: the new salts
+   * of files rewritten from the legacy format, by file id (null when no byte was rewritten).
+   */
+  | {
+      type: "ContentKeyWrapped";
+      data: WrappedForPerson & {
+        algorithm: "AES-256-GCM";
+        fileIvs: Record<string, string> | null;
+        at: string;
+      };
+    }
+  /** The server-sealed copy of the content key is gone: only the person can open the files now. */
+  | { type: "HeldContentKeyDestroyed"; data: { at: string } }
   | { type: "DownloadRecorded"; data: { downloads: number; downloaderAgentId: string | null; at: string } }
   | { type: "TransferDownloaded"; data: { at: string; purgeAfter: string | null } }
   | { type: "TransferExpired"; data: { at: string } }
@@ -112,6 +148,13 @@ export type TransferCommand =
   | { type: "ConfirmUpload"; by: Party; uploaded: Record<string, number | null>; now: string }
   /** `linkLifetimeMs`: how long the download links handed out stay valid; data outlives them. */
   | { type: "RecordDownload"; by: Party; linkLifetimeMs: number; now: string }
+  /** Activation for a person (decisions 4.5): their receiving key is set. */
+  | {
+      type: "WrapForRecipient";
+      wrapped: WrappedForPerson;
+      fileIvs: Record<string, string> | null;
+      now: string;
+    }
   | { type: "ExpireTransfer"; now: string }
   | { type: "DeleteTransfer"; by: Party; now: string }
   | { type: "MarkFilesDeleted"; now: string };
@@ -283,6 +326,26 @@ function decide(
         : null;
       return [recorded, { type: "TransferDownloaded", data: { at: command.now, purgeAfter } }];
     }
+    case "WrapForRecipient": {
+      if (
+        state.status === "active" &&
+        state.record.recipientAccountId === command.wrapped.recipientAccountId
+      ) {
+        return [];
+      }
+      if (state.status !== "pending_recipient" || state.record.atRest === null) {
+        return refuse("CONFLICT", "this transfer is not held for a person");
+      }
+      if (expired(state, command.now)) return refuse("GONE", "this transfer has expired");
+      return [
+        {
+          type: "ContentKeyWrapped",
+          data: { ...command.wrapped, algorithm: "AES-256-GCM", fileIvs: command.fileIvs, at: command.now },
+        },
+        { type: "TransferActivated", data: { activatedAt: command.now } },
+        { type: "HeldContentKeyDestroyed", data: { at: command.now } },
+      ];
+    }
     case "ExpireTransfer":
       if (state.status === "expired" || !expired(state, command.now)) return [];
       return [{ type: "TransferExpired", data: { at: command.now } }];
@@ -308,6 +371,10 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
   switch (event.type) {
     case "TransferActivated":
       return { ...state, status: "active" };
+    case "ContentKeyWrapped":
+      return { ...state, record: withWrappedKey(state.record, event.data) };
+    case "HeldContentKeyDestroyed":
+      return state;
     case "DownloadRecorded":
       return { ...state, downloads: event.data.downloads };
     case "TransferDownloaded":
@@ -325,6 +392,30 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
     default:
       return unreachable(event);
   }
+}
+
+/** A held transfer's record once its key is wrapped to its person: theirs, encrypted, no longer pending. */
+export function withWrappedKey(
+  record: TransferRecord,
+  wrapped: Extract<TransferEvent, { type: "ContentKeyWrapped" }>["data"],
+): TransferRecord {
+  const { fileIvs } = wrapped;
+  return {
+    ...record,
+    recipientAccountId: wrapped.recipientAccountId,
+    pendingReason: null,
+    isEncrypted: true,
+    files: fileIvs
+      ? record.files.map((file) => ({ ...file, encryptionIv: fileIvs[file.fileId] ?? file.encryptionIv }))
+      : record.files,
+    encryption: {
+      ...record.encryption,
+      encryptedKey: wrapped.encryptedKey,
+      algorithm: wrapped.algorithm,
+      recipientKeyVersion: wrapped.recipientKeyVersion,
+      recipientPublicKey: wrapped.recipientPublicKey,
+    },
+  };
 }
 
 export const transferDecider: Decider<

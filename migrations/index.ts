@@ -5,7 +5,8 @@ import * as transfers from "./003_transfers.js";
 import * as connections from "./004_connections.js";
 import * as broadcasts from "./005_broadcasts.js";
 import * as snapshots from "./006_snapshots.js";
-import * as history from "./007_history_and_personal_data.js";
+import * as humans from "./007_humans.js";
+import * as history from "./008_history_and_personal_data.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -20,7 +21,8 @@ const migrations: Record<string, Migration> = {
   "004_connections": connections,
   "005_broadcasts": broadcasts,
   "006_snapshots": snapshots,
-  "007_history_and_personal_data": history,
+  "007_humans": humans,
+  "008_history_and_personal_data": history,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

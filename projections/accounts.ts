@@ -1,4 +1,4 @@
-import type { AccountEvent } from "../domain/account.js";
+import { type AccountEvent, accountKindOf } from "../domain/account.js";
 import { ERASED } from "../src/privacy/personal-data.js";
 import { categoryProjection } from "./projection.js";
 
@@ -10,7 +10,15 @@ export const accountsProjection = categoryProjection<AccountEvent>({
     switch (event.type) {
       case "AccountCreated": {
         const { email, name, personId, plan, createdAt } = event.data;
-        await trx("accounts").insert({ id, email, name, person_id: personId, plan, created_at: createdAt });
+        await trx("accounts").insert({
+          id,
+          email,
+          name,
+          person_id: personId,
+          plan,
+          kind: accountKindOf(event.data),
+          created_at: createdAt,
+        });
         return;
       }
       case "AccountErased":

@@ -4,6 +4,7 @@ import { apiKeysProjection } from "./api-keys.js";
 import { broadcastsProjection } from "./broadcasts.js";
 import { connectionsProjection } from "./connections.js";
 import { historyProjection } from "./history.js";
+import { humansProjection, sessionsProjection } from "./humans.js";
 import type { Projection } from "./projection.js";
 import { transfersProjection } from "./transfers.js";
 
@@ -13,6 +14,8 @@ export const projections: Projection[] = [
   apiKeysProjection,
   broadcastsProjection,
   connectionsProjection,
+  humansProjection,
+  sessionsProjection,
   transfersProjection,
   historyProjection,
 ];

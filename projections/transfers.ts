@@ -1,5 +1,5 @@
 import type { ErasureEvent } from "../domain/erasure.js";
-import type { TransferEvent } from "../domain/transfer.js";
+import { type TransferEvent, type TransferRecord, withWrappedKey } from "../domain/transfer.js";
 import { ERASED } from "../src/privacy/personal-data.js";
 import { categoryProjection, type Projection } from "./projection.js";
 
@@ -25,6 +25,7 @@ const transferLives = categoryProjection<TransferEvent>({
           sender_agent_id: d.senderAgentId,
           recipient: d.recipient,
           recipient_person_id: d.recipientPersonId,
+          sender_person_id: d.senderPersonId,
           recipient_account_id: d.recipientAccountId,
           recipient_agent_id: d.recipientAgentId,
           status: d.status,
@@ -49,6 +50,23 @@ const transferLives = categoryProjection<TransferEvent>({
       case "TransferActivated":
         await trx("transfers").where({ id }).update({ status: "active", inbox_position: recorded.position });
         return;
+      case "ContentKeyWrapped": {
+        const row = await trx("transfers").where({ id }).first("files", "encryption");
+        const record = withWrappedKey(
+          { files: row.files, encryption: row.encryption } as TransferRecord,
+          event.data,
+        );
+        await trx("transfers")
+          .where({ id })
+          .update({
+            recipient_account_id: record.recipientAccountId,
+            pending_reason: null,
+            is_encrypted: true,
+            files: JSON.stringify(record.files),
+            encryption: JSON.stringify(record.encryption),
+          });
+        return;
+      }
       case "DownloadRecorded":
         await trx("transfers").where({ id }).update({ downloads: event.data.downloads });
         return;
@@ -79,10 +97,15 @@ export const transfersProjection: Projection = {
     if (recorded.type === "PersonErased") {
       const { transferIds } = recorded.data as ErasureEvent["data"];
       if (transferIds.length === 0) return;
+      // Each mode names one person: the recipient of agent-to-human, the sender of human-to-agent.
       await trx("transfers")
         .whereIn("id", transferIds)
         .where({ mode: "agent-to-human" })
         .update({ recipient: ERASED });
+      await trx("transfers")
+        .whereIn("id", transferIds)
+        .where({ mode: "human-to-agent" })
+        .update({ sender: ERASED });
       return;
     }
     await transferLives.apply(trx, recorded);

@@ -7,6 +7,7 @@ import type { BlobStore } from "./blobs/port.js";
 import { S3BlobStore } from "./blobs/s3.js";
 import { AdjustableClock, type Clock, systemClock } from "./clock.js";
 import type { CommandDeps } from "./commands/deps.js";
+import type { HumanDeps } from "./commands/humans.js";
 import { SnapshotStore } from "./commands/snapshots.js";
 import { StreamLock } from "./commands/stream-lock.js";
 import type { TransferDeps } from "./commands/transfers/record.js";
@@ -22,9 +23,11 @@ import { PersonalData } from "./privacy/personal-data.js";
 import type { RateLimitCounter } from "./rate-limits/counter.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
-import { invitationMailer } from "./reactors/invitations.js";
+import { peopleMailer } from "./reactors/people-mail.js";
 import { Reactor } from "./reactors/reactor.js";
 import { ProjectionEngine } from "./read-models/engine.js";
+import { HeldContentKeys } from "./security/at-rest.js";
+import { HumanTokens } from "./security/human-tokens.js";
 import { loadServerKey } from "./security/server-key.js";
 import { UrlTokens } from "./security/url-tokens.js";
 
@@ -47,6 +50,10 @@ export interface Service {
   deps: CommandDeps;
   /** The command deps plus the read models and file storage the transfer commands use. */
   transferDeps: TransferDeps;
+  /** The command deps plus the server's signatures and the login-failure counts the people commands use. */
+  humanDeps: HumanDeps;
+  /** Signs and checks session tokens and verification links. */
+  tokens: HumanTokens;
   close(): Promise<void>;
 }
 
@@ -111,26 +118,29 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     people: new PersonalData(db, serverKey),
     streamLock: new StreamLock(),
   };
-  const transferDeps: TransferDeps = { ...deps, db, blobs };
+  const transferDeps: TransferDeps = { ...deps, db, blobs, heldKeys: new HeldContentKeys(db, serverKey) };
+  const tokens = new HumanTokens(serverKey);
   const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));
   testClock?.onAdvance(() => housekeeper.wake());
   const mailer: Mailer = config.smtpUrl
     ? new SmtpMailer(config.smtpUrl, config.mailFrom)
     : new OutboxMailer(join(config.dataDir, "outbox"), config.mailFrom);
-  const invitations = new Reactor(
+  // The checkpoint keeps its first name, from when invitations were the only e-mail it sent.
+  const peopleMail = new Reactor(
     "invitations",
     store,
     db,
-    invitationMailer(mailer, clock, deps.people, config.publicBaseUrl),
-    (error) => console.error("sending an invitation failed:", error),
+    peopleMailer({ mailer, clock, store, tokens, people: deps.people, publicBaseUrl: config.publicBaseUrl }),
+    (error) => console.error("sending an e-mail failed:", error),
   );
   const rateLimits: RateLimitCounter = config.redisUrl
     ? await RedisCounter.connect(config.redisUrl)
     : new MemoryCounter();
+  const humanDeps: HumanDeps = { ...transferDeps, tokens, loginFailures: rateLimits };
   if (options.runProjections ?? true) {
     await engine.start();
     housekeeper.start();
-    await invitations.start();
+    await peopleMail.start();
   }
 
   return {
@@ -147,8 +157,10 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     testClock,
     deps,
     transferDeps,
+    humanDeps,
+    tokens,
     async close() {
-      await invitations.stop();
+      await peopleMail.stop();
       await housekeeper.stop();
       await engine.stop();
       await rateLimits.close();

@@ -146,7 +146,10 @@ interface NamingTransfer {
   recipient_account_id: string | null;
 }
 
-/** Transfers that show the person: sealed under their key, or (before sealing) their address in clear. */
+/**
+ * Transfers that show the person (as the human recipient, or the human sender): sealed under their
+ * key, or (before sealing) their address in clear.
+ */
 async function namingTransfers(
   db: Knex,
   personId: string | null,
@@ -155,13 +158,19 @@ async function namingTransfers(
   if (!personId && !email) return [];
   return db("transfers")
     .where((where) => {
-      if (personId) where.where("recipient_person_id", personId);
+      if (personId) where.where("recipient_person_id", personId).orWhere("sender_person_id", personId);
       if (email) {
         where.orWhere((legacy) =>
           legacy
             .where({ mode: "agent-to-human" })
             .whereNull("recipient_person_id")
             .whereRaw("lower(recipient) = ?", [normalEmail(email)]),
+        );
+        where.orWhere((legacy) =>
+          legacy
+            .where({ mode: "human-to-agent" })
+            .whereNull("sender_person_id")
+            .whereRaw("lower(sender) = ?", [normalEmail(email)]),
         );
       }
     })

@@ -10,7 +10,7 @@ export function upcastData(type: string, data: Record<string, unknown>): Record<
       return { personId: null, ...data };
     // Likewise the e-mail address of an agent-to-human transfer's recipient.
     case "TransferCreated":
-      return { recipientPersonId: null, ...data };
+      return { recipientPersonId: null, senderPersonId: null, ...data };
     default:
       return data;
   }

@@ -1,8 +1,10 @@
 import { blobKey } from "../blobs/keys.js";
 import { SYSTEM_ACTOR } from "../commands/streams.js";
+import { activateHeld } from "../commands/transfers/activate.js";
 import { changeTransfer, type TransferDeps } from "../commands/transfers/record.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
 import { pruneIdempotencyRecords } from "../http/idempotency.js";
+import { findPerson, heldTransfersNowReceivable } from "../queries/humans.js";
 import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
 import { type LeftoversSwept, sweepLeftovers } from "./leftovers.js";
 
@@ -13,8 +15,9 @@ const PRUNE_INTERVAL_MS = 60_000;
 const LEFTOVER_INTERVAL_MS = 60_000;
 
 /**
- * Moves transfers to `expired` at `expires_at` and deletes file data that is due to go (expired,
- * deleted, or downloaded out with auto_delete), Idempotency-Key records past their 24 hours, and
+ * Moves transfers to `expired` at `expires_at` and deletes file data (and any content key held for a
+ * person) that is due to go (expired, deleted, or downloaded out with auto_delete), activates held
+ * transfers whose person has a receiving key by now, Idempotency-Key records past their 24 hours, and
  * what a crash left in the blob store (at start-up, then every minute). It works from the read models, which the log keeps
  * durable, so a restart loses no pending expiry; the deciders make a repeat of either step a no-op,
  * so several instances may sweep at once.
@@ -57,10 +60,30 @@ export class Housekeeper {
     const purging = await dueForPurge(this.deps.db, this.deps.clock.now(), BATCH);
     for (const transfer of purging) {
       await this.deps.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
+      await this.deps.heldKeys.destroy([transfer.id]);
       await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM_ACTOR);
     }
+    await this.activateMissed();
     await this.pruneIdempotencyRecords();
     return { expired: expiring.length, purged: purging.length };
+  }
+
+  /**
+   * Held transfers whose person has a receiving key by now: one created while the key was being
+   * set, or one whose activation failed, is activated here as setting the key would have.
+   */
+  private async activateMissed(): Promise<void> {
+    const missed = await heldTransfersNowReceivable(this.deps.db, this.deps.clock.now(), BATCH);
+    for (const { id, account_id: accountId } of missed) {
+      const person = await findPerson(this.deps.db, this.deps.people, accountId);
+      if (!person?.receiving_key) continue;
+      await activateHeld(
+        this.deps,
+        id,
+        { accountId, email: person.email, receivingKey: person.receiving_key },
+        SYSTEM_ACTOR,
+      ).catch(this.onError);
+    }
   }
 
   /** At most once per PRUNE_INTERVAL_MS: the records are many and nothing waits on them. */

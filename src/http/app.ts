@@ -22,6 +22,7 @@ import { directoryRoutes } from "./routes/directory.js";
 import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
 import { historyRoutes } from "./routes/history.js";
+import { humanRoutes } from "./routes/humans.js";
 import { profileRoutes } from "./routes/profile.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { registerSlowBodyGuard } from "./slow-bodies.js";
@@ -71,7 +72,13 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
       },
       servers: [{ url: service.config.publicBaseUrl }],
       components: {
-        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "API key (hnd_…)" } },
+        securitySchemes: {
+          bearer: {
+            type: "http",
+            scheme: "bearer",
+            description: "API key (hnd_…) or a person's session token (hss_…)",
+          },
+        },
       },
       security: [{ bearer: [] }],
     },
@@ -84,7 +91,12 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     token: service.config.metricsToken,
     projectionLag: () => service.engine.lag(),
   });
-  registerAuthentication(app, service.db, service.config.adminToken);
+  registerAuthentication(app, {
+    db: service.db,
+    adminToken: service.config.adminToken,
+    tokens: service.tokens,
+    clock: service.clock,
+  });
   registerRateLimits(app, service.rateLimits, service.clock);
   registerJsonGuard(app);
   registerSlowBodyGuard(app, timeLimits);
@@ -100,6 +112,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   };
   await app.register(healthRoutes(context));
   await app.register(agentRoutes(context));
+  await app.register(humanRoutes(context));
   await app.register(apiKeyRoutes(context));
   await app.register(connectionRoutes(context));
   await app.register(directoryRoutes(context));

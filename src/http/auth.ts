@@ -1,6 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Knex } from "knex";
+import type { Clock } from "../clock.js";
 import type { Actor } from "../commands/streams.js";
+import { openSessionAccount } from "../queries/humans.js";
+import { type HumanTokens, SESSION_TOKEN_PREFIX } from "../security/human-tokens.js";
 import {
   API_KEY_PREFIX,
   apiKeyWellFormed,
@@ -10,11 +13,19 @@ import {
 } from "../security/secrets.js";
 import { HttpError, unauthorized } from "./errors.js";
 
-/** How a route authenticates; set per route as `config: { auth }`. */
-export type AuthScheme = "apiKey" | "admin" | "connectionToken" | "none";
+/**
+ * How a route authenticates; set per route as `config: { auth }`. `apiKey` (the default) takes an
+ * account's credential: an API key or a person's session (decisions 4.3, "wherever an account's
+ * API key is"); `session` takes a session only.
+ */
+export type AuthScheme = "apiKey" | "session" | "admin" | "connectionToken" | "none";
+
+/** Which of an account's credentials a request carries; events record its kind. */
+export type Credential = { kind: "api_key"; keyId: string } | { kind: "session"; sessionId: string };
+export type CredentialKind = Credential["kind"];
 
 export type Principal =
-  | { kind: "account"; accountId: string; keyId: string }
+  | { kind: "account"; accountId: string; credential: Credential }
   | { kind: "admin" }
   | { kind: "connectionToken"; token: string }
   | { kind: "anonymous" };
@@ -43,14 +54,36 @@ async function accountOfApiKey(db: Knex, key: string): Promise<Principal | null>
     .whereNull("revoked_at")
     .first<{ id: string; account_id: string; key_hash: string } | undefined>();
   if (!row || !digestsEqual(row.key_hash, digest)) return null;
-  return { kind: "account", accountId: row.account_id, keyId: row.id };
+  return { kind: "account", accountId: row.account_id, credential: { kind: "api_key", keyId: row.id } };
+}
+
+async function accountOfSession(
+  db: Knex,
+  tokens: HumanTokens,
+  token: string,
+  now: Date,
+): Promise<Principal | null> {
+  const sessionId = tokens.sessionOf(token);
+  if (!sessionId) return null;
+  const accountId = await openSessionAccount(db, sessionId, now);
+  return accountId ? { kind: "account", accountId, credential: { kind: "session", sessionId } } : null;
+}
+
+export interface AuthDeps {
+  db: Knex;
+  adminToken: string | null;
+  tokens: HumanTokens;
+  clock: Clock;
 }
 
 /**
  * Authenticates every request before its body is read, by the scheme its route declares
  * (API key by default), so a request without valid credentials never gets further than 401.
  */
-export function registerAuthentication(app: FastifyInstance, db: Knex, adminToken: string | null): void {
+export function registerAuthentication(
+  app: FastifyInstance,
+  { db, adminToken, tokens, clock }: AuthDeps,
+): void {
   app.decorateRequest("principal", null as never);
   app.addHook("onRequest", async (request) => {
     const scheme: AuthScheme =
@@ -74,8 +107,16 @@ export function registerAuthentication(app: FastifyInstance, db: Knex, adminToke
           throw unauthorized("expected a connection token (hct_…)");
         request.principal = { kind: "connectionToken", token };
         return;
+      case "session":
       case "apiKey": {
-        if (!token.startsWith(API_KEY_PREFIX)) throw unauthorized("expected an API key (hnd_…)");
+        if (token.startsWith(SESSION_TOKEN_PREFIX)) {
+          const principal = await accountOfSession(db, tokens, token, clock.now());
+          if (!principal) throw unauthorized("invalid, ended or expired session");
+          request.principal = principal;
+          return;
+        }
+        if (scheme === "session") throw unauthorized("expected a session token (hss_…): log in first");
+        if (!token.startsWith(API_KEY_PREFIX)) throw unauthorized("expected an API key (hnd_…) or a session");
         const principal = await accountOfApiKey(db, token);
         if (!principal) throw unauthorized("invalid or revoked API key");
         request.principal = principal;
@@ -86,16 +127,39 @@ export function registerAuthentication(app: FastifyInstance, db: Knex, adminToke
 }
 
 /**
- * The caller's account, for routes that take an API key: also the actor its changes are recorded
- * under (decisions 6.1), with the request id that ties an event to its log lines.
+ * The caller of a route that takes an account's credential: also the actor its changes are
+ * recorded under (decisions 6.1: `api_key` or `session`), with the request id that ties an event to
+ * its log lines.
  */
-export function callerAccount(request: FastifyRequest): Actor & { accountId: string; keyId: string } {
+export interface Caller extends Actor {
+  accountId: string;
+  keyId: string | null;
+  credential: CredentialKind;
+  /** The session a person's request carries; null with an API key. */
+  sessionId: string | null;
+}
+
+/** The caller's account, for routes that take an API key or a session. */
+export function callerAccount(request: FastifyRequest): Caller {
   const principal = request.principal;
   if (principal.kind !== "account") throw new HttpError(401, "UNAUTHORIZED", "an API key is required");
-  return { kind: "api_key", accountId: principal.accountId, keyId: principal.keyId, requestId: request.id };
+  const { credential } = principal;
+  return {
+    kind: credential.kind,
+    accountId: principal.accountId,
+    keyId: credential.kind === "api_key" ? credential.keyId : null,
+    credential: credential.kind,
+    sessionId: credential.kind === "session" ? credential.sessionId : null,
+    requestId: request.id,
+  };
 }
 
 /** The actor of an operator's request through /v1/admin. */
 export function adminActor(request: FastifyRequest): Actor {
   return { kind: "admin", accountId: null, keyId: null, requestId: request.id };
+}
+
+/** The id a credential's rate-limit buckets are counted under (decisions 3.15: per API key; per session for people). */
+export function credentialId(credential: Credential): string {
+  return credential.kind === "api_key" ? credential.keyId : `session:${credential.sessionId}`;
 }

@@ -53,6 +53,13 @@ declare module "fastify" {
   interface FastifyRequest {
     idempotency: { scope: string; key: string } | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * false: the route ignores Idempotency-Key. For the routes whose body or answer is a secret
+     * (a password, a session token): a record would keep a digest of the one or a copy of the other.
+     */
+    idempotency?: false;
+  }
 }
 
 interface StoredResponse {
@@ -123,6 +130,7 @@ export class Idempotency {
   async apply(request: FastifyRequest, reply: FastifyReply, fingerprint: string): Promise<boolean> {
     const key = request.headers[HEADER];
     if (request.method !== "POST" || key === undefined) return false;
+    if (request.routeOptions.config?.idempotency === false) return false;
     if (typeof key !== "string" || key.length === 0 || key.length > 255) {
       throw validationError("Idempotency-Key must be 1 to 255 characters", "headers.idempotency-key");
     }

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { bytesOf, statusAt, type Transfer, type TransferFile } from "../../domain/transfer.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
+import type { PersonRow } from "../queries/humans.js";
 import type { TransferRow } from "../queries/transfers.js";
 import type { agentSchema } from "./schemas.js";
 
@@ -29,8 +30,20 @@ export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
   };
 }
 
-export function presentAccount(row: AccountRow) {
-  return { id: row.id, email: row.email, name: row.name, plan: row.plan, created_at: iso(row.created_at) };
+/**
+ * The account object (decisions 2 and 4.1): `kind` always, `email_verified` on a person's account.
+ * `person`: the humans row of a human account.
+ */
+export function presentAccount(row: AccountRow, person?: Pick<PersonRow, "email_verified"> | null) {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    plan: row.plan,
+    kind: row.kind,
+    ...(row.kind === "human" ? { email_verified: person?.email_verified ?? false } : {}),
+    created_at: iso(row.created_at),
+  };
 }
 
 /** What the Transfer of spec 2.3 is made from: a read-model row, or a transfer as just decided. */

@@ -3,7 +3,7 @@ import type { Clock } from "../clock.js";
 import { countRateLimitRefusal } from "../observability/metrics.js";
 import type { RateLimitCounter } from "../rate-limits/counter.js";
 import { RATE_LIMIT_WINDOW_MS, rateLimitRule } from "../rate-limits/policy.js";
-import type { Principal } from "./auth.js";
+import { credentialId, type Principal } from "./auth.js";
 import { HttpError } from "./errors.js";
 
 const WINDOW_MS = RATE_LIMIT_WINDOW_MS;
@@ -40,7 +40,7 @@ export function registerRateLimits(app: FastifyInstance, counter: RateLimitCount
     const windowEnd = windowStart + WINDOW_MS;
     let count: number;
     try {
-      count = await counter.hit(`${principal.keyId}:${rule.name}`, windowStart, WINDOW_MS);
+      count = await counter.hit(`${credentialId(principal.credential)}:${rule.name}`, windowStart, WINDOW_MS);
     } catch (error) {
       request.log.error({ err: error }, "rate-limit counter failed; request not limited");
       return;

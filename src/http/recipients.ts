@@ -27,7 +27,8 @@ export type Resolution =
 /**
  * Finds the agent a caller means by a slug or UUID (spec 4.7, decisions 3.5): its own agent first;
  * else the one agent of that slug on a connected account; several → ambiguous, to be retried with
- * `account` (an e-mail, UUID or display name) naming which.
+ * `account` (an e-mail, UUID or display name) naming which. A verified person (`personEmail`) also
+ * reaches the agents of accounts that have sent to them (decisions 4.6).
  */
 export async function resolveAgent(
   db: Knex,
@@ -35,8 +36,9 @@ export async function resolveAgent(
   callerAccountId: string,
   ref: string,
   account: string | null,
+  personEmail: string | null = null,
 ): Promise<Resolution> {
-  let candidates = await visibleAgents(db, people, callerAccountId, ref);
+  let candidates = await visibleAgents(db, people, callerAccountId, ref, personEmail);
   if (account !== null) candidates = candidates.filter((agent) => matchesAccount(agent, account));
   const own = candidates.find((agent) => agent.account_id === callerAccountId);
   if (own) return { kind: "found", agent: own };

@@ -61,3 +61,14 @@ export const patchedAgentSchema = agentSchema.pick({
   metadata: true,
   created_at: true,
 });
+
+/** The account object: `email_verified` only on a person's account (decisions 4.1). */
+export const accountSchema = z.object({
+  id: z.uuid(),
+  email: z.string(),
+  name: z.string(),
+  plan: z.string(),
+  kind: z.enum(["human", "agent"]),
+  email_verified: z.boolean().optional(),
+  created_at: timestamp,
+});

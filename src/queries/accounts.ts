@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import type { AccountKind } from "../../domain/account.js";
 import { normalEmail, type PersonalData } from "../privacy/personal-data.js";
 import { revealRow } from "../privacy/reveal.js";
 import { isUuid } from "./agents.js";
@@ -8,6 +9,7 @@ export interface AccountRow {
   email: string;
   name: string;
   plan: string;
+  kind: AccountKind;
   created_at: Date;
   erased_at: Date | null;
 }

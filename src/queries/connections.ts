@@ -4,6 +4,7 @@ import type { PersonalData } from "../privacy/personal-data.js";
 import { revealRows } from "../privacy/reveal.js";
 import { type AccountRow, findAccount, findAccountByEmail } from "./accounts.js";
 import { type AgentRow, isUuid } from "./agents.js";
+import { accountsThatSentTo } from "./humans.js";
 
 export interface ConnectionRow {
   id: string;
@@ -41,6 +42,12 @@ export function pairedAccountIds(db: Knex, accountId: string): Knex.QueryBuilder
     );
 }
 
+/** Whether two accounts are actively connected. */
+export async function areConnected(db: Knex, accountId: string, otherId: string): Promise<boolean> {
+  const rows: { account_id: string }[] = await pairedAccountIds(db, accountId);
+  return rows.some((row) => row.account_id === otherId);
+}
+
 /** A live account named by e-mail (any letter case) or UUID. */
 export async function findAccountByEmailOrId(
   db: Knex,
@@ -74,12 +81,14 @@ export async function sendableAgents(
   db: Knex,
   people: PersonalData,
   accountId: string,
+  personEmail: string | null = null,
 ): Promise<AgentWithAccount[]> {
   const own = await agentsWithAccounts(db)
     .where({ "agents.account_id": accountId, "agents.connection_status": "connected" })
     .orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
   const paired = await agentsWithAccounts(db)
-    .whereIn("agents.account_id", pairedAccountIds(db, accountId))
+    .whereNot({ "agents.account_id": accountId })
+    .where(await peerAccounts(db, people, accountId, personEmail))
     .where({ "agents.connection_status": "connected" })
     .orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
   const byName = (await revealAccounts(people, paired)).sort((a, b) =>
@@ -89,22 +98,35 @@ export async function sendableAgents(
 }
 
 /**
- * Agents a caller can see by slug or UUID: on its own account or an actively connected one, never
- * disconnected ones. Anything else stays invisible, so slugs of strangers cannot be probed.
+ * The accounts whose agents a caller may reach besides its own: actively connected ones and, for
+ * a verified person (`personEmail`), the accounts that have sent to them (decisions 4.6).
+ */
+async function peerAccounts(db: Knex, people: PersonalData, accountId: string, personEmail: string | null) {
+  const sentTo = personEmail
+    ? accountsThatSentTo(db, await people.findPerson(personEmail), personEmail)
+    : null;
+  return (where: Knex.QueryBuilder) => {
+    where.whereIn("agents.account_id", pairedAccountIds(db, accountId));
+    if (sentTo) where.orWhereIn("agents.account_id", sentTo);
+  };
+}
+
+/**
+ * Agents a caller can see by slug or UUID: on its own account, an actively connected one, or (for
+ * a person) one that has sent to them; never disconnected ones. Anything else stays invisible, so
+ * slugs of strangers cannot be probed.
  */
 export async function visibleAgents(
   db: Knex,
   people: PersonalData,
   accountId: string,
   ref: string,
+  personEmail: string | null = null,
 ): Promise<AgentWithAccount[]> {
+  const peers = await peerAccounts(db, people, accountId, personEmail);
   const query = agentsWithAccounts(db)
     .whereNot({ "agents.connection_status": "disconnected" })
-    .where((where) =>
-      where
-        .where({ "agents.account_id": accountId })
-        .orWhereIn("agents.account_id", pairedAccountIds(db, accountId)),
-    );
+    .where((where) => where.where({ "agents.account_id": accountId }).orWhere(peers));
   if (isUuid(ref)) query.where({ "agents.id": ref });
   else query.where({ "agents.agent_id": ref });
   return revealAccounts(

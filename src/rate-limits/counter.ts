@@ -8,6 +8,8 @@ export interface RateLimitCounter {
    * the number of hits in that window including this one. Concurrent hits each get a distinct count.
    */
   hit(bucket: string, windowStart: number, windowMs: number): Promise<number>;
+  /** The hits on `bucket` in that window so far, recording none (0 when there are none). */
+  count(bucket: string, windowStart: number, windowMs: number): Promise<number>;
   close(): Promise<void>;
 }
 

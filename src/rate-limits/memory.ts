@@ -31,6 +31,10 @@ export class MemoryCounter implements RateLimitCounter {
     return count;
   }
 
+  async count(bucket: string, windowStart: number, windowMs: number): Promise<number> {
+    return this.windows.get(`${windowStart}/${windowMs}`)?.counts.get(bucket) ?? 0;
+  }
+
   /** How many (bucket, window) counts are held; for tests of the memory bound. */
   get size(): number {
     let total = 0;

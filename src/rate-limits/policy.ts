@@ -56,3 +56,10 @@ export function rateLimitRule(method: string, routePattern: string): RateLimitRu
   const row = rowsByShape.get(`${verb} ${routeShape(routePattern)}`) ?? DEFAULT_RATE_LIMIT;
   return { name: row.name, limit: row.limit };
 }
+
+/**
+ * Decisions 4.3: failed logins per e-mail address. Counted in fixed windows aligned to the service
+ * clock, like the per-key limits; an address with this many failures in its current window is
+ * refused (429 RATE_LIMITED) until the window ends, right password or not.
+ */
+export const LOGIN_FAILURES = { name: "login-failures", limit: 10, windowMs: 15 * 60_000 } as const;

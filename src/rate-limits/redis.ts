@@ -51,6 +51,11 @@ export class RedisCounter implements RateLimitCounter {
     return count;
   }
 
+  async count(bucket: string, windowStart: number, _windowMs: number): Promise<number> {
+    const value = await this.redis.get(redisKey(bucket, windowStart));
+    return value === null ? 0 : Number(value);
+  }
+
   async close(): Promise<void> {
     if (this.redis.status === "end") return;
     try {

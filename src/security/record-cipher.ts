@@ -1,67 +1,29 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createDecipheriv } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 
 /**
- * Streaming encryption at rest: AES-256-GCM over fixed-size records, each with its own nonce
- * (a random prefix plus the record number) and a flag in its associated data marking the last
- * record, so a reordered, altered or cut-off stream fails to decrypt. Memory stays at about two
- * records whatever the file size.
+ * The reader of the legacy at-rest format (HOF1), in which transfers held for a person were
+ * encrypted before the server wrote decisions 5.3's format: AES-256-GCM over fixed-size records,
+ * each with its own nonce (a random prefix plus the record number) and a flag in its associated
+ * data marking the last record. Activation reads such files once to rewrite them in the new format
+ * (src/commands/transfers/activate.ts); nothing writes HOF1 any more (the writer is kept for tests
+ * in test/support/legacy-at-rest.ts).
  *
  * Layout: "HOF1" | record size (uint32 BE) | nonce prefix (8 bytes) | records, each
  * ciphertext || 16-byte tag; the last record, possibly empty, is flagged final.
  */
-const MAGIC = Buffer.from("HOF1");
-const HEADER_BYTES = 16;
+export const MAGIC = Buffer.from("HOF1");
+export const HEADER_BYTES = 16;
 const TAG_BYTES = 16;
-export const DEFAULT_RECORD_BYTES = 64 * 1024;
 
-function nonce(prefix: Buffer, counter: number): Buffer {
+export function nonce(prefix: Buffer, counter: number): Buffer {
   const value = Buffer.alloc(12);
   prefix.copy(value, 0);
   value.writeUInt32BE(counter, 8);
   return value;
 }
 
-const flag = (final: boolean) => Buffer.from([final ? 1 : 0]);
-
-export class EncryptRecords extends Transform {
-  private pending = Buffer.alloc(0);
-  private counter = 0;
-  private readonly prefix = randomBytes(8);
-
-  constructor(
-    private readonly key: Buffer,
-    private readonly recordBytes = DEFAULT_RECORD_BYTES,
-  ) {
-    super();
-    const header = Buffer.alloc(HEADER_BYTES);
-    MAGIC.copy(header, 0);
-    header.writeUInt32BE(recordBytes, 4);
-    this.prefix.copy(header, 8);
-    this.push(header);
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    this.pending = Buffer.concat([this.pending, chunk]);
-    // Keep at least one byte back: only the flush knows which record is the last.
-    while (this.pending.length > this.recordBytes) {
-      this.push(this.seal(this.pending.subarray(0, this.recordBytes), false));
-      this.pending = this.pending.subarray(this.recordBytes);
-    }
-    done();
-  }
-
-  override _flush(done: TransformCallback): void {
-    this.push(this.seal(this.pending, true));
-    done();
-  }
-
-  private seal(plaintext: Buffer, final: boolean): Buffer {
-    const cipher = createCipheriv("aes-256-gcm", this.key, nonce(this.prefix, this.counter++));
-    cipher.setAAD(flag(final));
-    return Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
-  }
-}
+export const flag = (final: boolean) => Buffer.from([final ? 1 : 0]);
 
 export class DecryptRecords extends Transform {
   private pending = Buffer.alloc(0);

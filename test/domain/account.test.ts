@@ -23,6 +23,7 @@ const created: AccountEvent = {
     personId: "person-1",
     plan: "free",
     createdAt: NOW,
+    kind: "agent",
   },
 };
 
@@ -48,6 +49,7 @@ describe("account decider", () => {
       name: "pii:v1:sealed-name",
       personId: "person-1",
       plan: "free",
+      kind: "agent",
       now: NOW,
     };
 

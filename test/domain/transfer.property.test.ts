@@ -155,6 +155,7 @@ function run(scenario: Scenario): Run {
         recipient: "recipient",
         recipientAccountId: "acc-r",
         recipientPersonId: null,
+        senderPersonId: null,
         recipientAgentId: "agent-r",
       },
       terms: {

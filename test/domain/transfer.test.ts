@@ -35,6 +35,7 @@ const parties: TransferParties = {
   recipient: "recipient-bot",
   recipientAccountId: "acc-recipient",
   recipientPersonId: null,
+  senderPersonId: null,
   recipientAgentId: "agent-recipient",
 };
 

@@ -23,7 +23,7 @@ describe("POST /v1/admin/accounts", () => {
     expect(res.statusCode, res.body).toBe(201);
     const body = res.json();
     expect(Object.keys(body).sort()).toEqual(["account", "api_key"]);
-    expect(Object.keys(body.account).sort()).toEqual(["created_at", "email", "id", "name", "plan"]);
+    expect(Object.keys(body.account).sort()).toEqual(["created_at", "email", "id", "kind", "name", "plan"]);
     expect(Object.keys(body.api_key).sort()).toEqual(["api_key", "created_at", "id", "name"]);
     expect(body.account).toMatchObject({ email, name: "Acme Robotics", plan: "free" });
     expect(body.account.id).toMatch(UUID);
@@ -89,7 +89,7 @@ describe("PATCH /v1/admin/accounts/{id}", () => {
     const res = await patchAccount(accountId, { plan: "builder" });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
-    expect(Object.keys(body).sort()).toEqual(["created_at", "email", "id", "name", "plan"]);
+    expect(Object.keys(body).sort()).toEqual(["created_at", "email", "id", "kind", "name", "plan"]);
     expect(body).toMatchObject({ id: accountId, email, plan: "builder" });
 
     const registered = await t.call("POST", "/v1/agents/register", { key: apiKey, body: third });

@@ -6,7 +6,15 @@ import { projections } from "../../projections/index.js";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
 import { dumpReadModels } from "../support/read-models.js";
 import { expectError, registerAgent } from "./helpers.js";
-import { downloadOk, listTransfers, postTransfer, sendTransfer, waitUntil } from "./transfer-helpers.js";
+import { newPerson, PASSWORD, setReceivingKey } from "./people.js";
+import {
+  downloadOk,
+  listTransfers,
+  newParties,
+  postTransfer,
+  sendTransfer,
+  waitUntil,
+} from "./transfer-helpers.js";
 
 /** Every file under `dir` whose bytes hold `needle` (any letter case), as paths relative to it. */
 function filesHolding(dir: string, needle: string): string[] {
@@ -224,5 +232,59 @@ describe("erasure by crypto-shredding", () => {
       404,
       "NOT_FOUND",
     );
+  });
+
+  it("erases a person who signed up, received and sent as a human: login refused, sessions ended, nothing left", async () => {
+    const tag = randomBytes(4).toString("hex");
+    const email = `hana-${tag}@example.org`;
+    const person = await newPerson(t, email);
+    await setReceivingKey(t, person.session);
+    const agents = await newParties(t);
+    const toHer = await postTransfer(t, agents.apiKey, [{ name: "to-hana.txt", data: Buffer.from("hi") }], {
+      sender: "alice",
+      recipient: email,
+      mode: "agent-to-human",
+    });
+    expect(toHer.statusCode, toHer.body).toBe(201);
+    const fromHer = await postTransfer(
+      t,
+      person.session,
+      [{ name: "from-hana.bin", data: Buffer.alloc(10) }],
+      {
+        sender: email,
+        recipient: "bob",
+        mode: "human-to-agent",
+        is_encrypted: "true",
+        encrypted_key: "AAAA",
+      },
+    );
+    expect(fromHer.statusCode, fromHer.body).toBe(201);
+    expect(fromHer.json().sender).toBe(email);
+    const history = await t.call("GET", `/v1/transfers/${fromHer.json().id}/history`, { key: agents.apiKey });
+    expect(history.json().entries[0].data.sender).toBe(email);
+
+    const res = await t.call("POST", "/v1/admin/erasures", { key: ADMIN_TOKEN, body: { email } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ account_id: person.accountId, transfers: 2 });
+
+    // She can no longer log in (the same 401 as an unknown address), and her session is over.
+    expectError(
+      await t.call("POST", "/v1/auth/login", { body: { email, password: PASSWORD } }),
+      401,
+      "UNAUTHORIZED",
+    );
+    expectError(await t.call("GET", "/v1/transfers", { key: person.session }), 401, "UNAUTHORIZED");
+    // The agents' side sees "[erased]" where she was, as sender and as recipient.
+    const list = await listTransfers(t, agents.apiKey);
+    expect(list.transfers.find((x) => x.id === fromHer.json().id)?.sender).toBe("[erased]");
+    expect(list.transfers.find((x) => x.id === toHer.json().id)?.recipient).toBe("[erased]");
+    const after = await t.call("GET", `/v1/transfers/${fromHer.json().id}/history`, { key: agents.apiKey });
+    expect(after.json().entries[0].data.sender).toBe("[erased]");
+    await t.service.db.raw("checkpoint");
+    expect(filesHolding(t.service.config.dataDir, email)).toEqual([]);
+    // A sign-up with the address is a new person.
+    expect(
+      (await t.call("POST", "/v1/auth/signup", { body: { email, password: PASSWORD } })).statusCode,
+    ).toBe(201);
   });
 });

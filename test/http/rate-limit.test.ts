@@ -71,7 +71,9 @@ async function limitedApp(counter: RateLimitCounter, clock: Clock): Promise<Limi
     if (request.headers["x-test-deny"]) throw unauthorized("invalid or revoked API key");
     const key = request.headers["x-test-key"];
     request.principal =
-      typeof key === "string" ? { kind: "account", accountId: "account-1", keyId: key } : { kind: "admin" };
+      typeof key === "string"
+        ? { kind: "account", accountId: "account-1", credential: { kind: "api_key", keyId: key } }
+        : { kind: "admin" };
   });
   registerRateLimits(app, counter, clock);
 
@@ -321,6 +323,9 @@ describe("rate-limit policy", () => {
   it("lets requests through without the headers while the counter fails (Redis away)", async () => {
     const failing: RateLimitCounter = {
       hit: async () => {
+        throw new Error("connection refused");
+      },
+      count: async () => {
         throw new Error("connection refused");
       },
       close: async () => {},

@@ -35,6 +35,17 @@ export function counterContract(
       expect(await sequential(5, () => counter.hit(b, W, MINUTE))).toEqual([1, 2, 3, 4, 5]);
     });
 
+    it("reads a count without recording a hit: 0 before any, then what the hits made", async () => {
+      const b = bucket("peek");
+      expect(await counter.count(b, W, MINUTE)).toBe(0);
+      await counter.hit(b, W, MINUTE);
+      await counter.hit(b, W, MINUTE);
+      expect(await counter.count(b, W, MINUTE)).toBe(2);
+      expect(await counter.count(b, W, MINUTE)).toBe(2);
+      expect(await counter.count(b, W + MINUTE, MINUTE)).toBe(0);
+      expect(await counter.hit(b, W, MINUTE)).toBe(3);
+    });
+
     it("counts each bucket on its own", async () => {
       const a = bucket("a");
       const b = bucket("b");

@@ -3,8 +3,9 @@ import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { pipeline } from "node:stream/promises";
 import { describe, expect, it } from "vitest";
-import { DecryptRecords, EncryptRecords } from "../../src/security/record-cipher.js";
+import { DecryptRecords } from "../../src/security/record-cipher.js";
 import { seal, unseal } from "../../src/security/secrets.js";
+import { EncryptRecords } from "../support/legacy-at-rest.js";
 
 const RECORD = 1024;
 const key = randomBytes(32);

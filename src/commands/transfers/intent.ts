@@ -41,17 +41,27 @@ export function termsOf(intent: TransferIntent, now: Date): TransferTerms {
   };
 }
 
-/** Decisions 3.20: the client's encryption material, stored as given, plus the parties' public keys. */
+/**
+ * Decisions 3.20: the client's encryption material, stored as given, plus the parties' public keys.
+ * The recipient's key is given for what a browser or a person's client opens or wrote (spec 4.13).
+ */
 export function encryptionOf(intent: TransferIntent, resolved: ResolvedParties): TransferEncryption {
   const encrypted = intent.isEncrypted;
+  const receivingKey = resolved.human?.hasReceivingKey ? resolved.human.account?.receiving_key : null;
   return {
     encryptedKey: encrypted ? intent.encryptedKey : null,
     algorithm: encrypted ? (intent.encryptionAlgorithm ?? "AES-256-GCM") : null,
     senderSignature: intent.senderSignature,
     recipientKeyVersion: encrypted
-      ? (intent.recipientKeyVersion ?? resolved.recipientAgent?.key_version ?? null)
+      ? (intent.recipientKeyVersion ??
+        resolved.recipientAgent?.key_version ??
+        receivingKey?.keyVersion ??
+        null)
       : null,
     senderPublicKey: encrypted ? (resolved.senderAgent?.public_key ?? null) : null,
-    recipientPublicKey: null,
+    recipientPublicKey:
+      encrypted && intent.mode !== "agent-to-agent"
+        ? (receivingKey?.publicKey ?? resolved.recipientAgent?.public_key ?? null)
+        : null,
   };
 }

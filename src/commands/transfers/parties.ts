@@ -5,6 +5,7 @@ import { validationError } from "../../http/errors.js";
 import { ambiguous, resolveAgent } from "../../http/recipients.js";
 import type { PersonalData } from "../../privacy/personal-data.js";
 import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
+import { findPersonByEmail, type PersonRow, verifiedPersonEmail } from "../../queries/humans.js";
 
 export interface PartiesInput {
   mode: TransferMode;
@@ -13,10 +14,15 @@ export interface PartiesInput {
   recipientAccount: string | null;
 }
 
+/** The person an agent-to-human transfer goes to, with their receiving key once they have one. */
+export interface PersonRecipient extends HumanRecipient {
+  account: PersonRow | null;
+}
+
 export interface ResolvedParties {
   parties: TransferParties;
   /** The human recipient of an agent-to-human transfer. */
-  human: HumanRecipient | null;
+  human: PersonRecipient | null;
   senderAgent: AgentRow | null;
   recipientAgent: AgentRow | null;
 }
@@ -24,7 +30,10 @@ export interface ResolvedParties {
 /**
  * Decisions 3.19: an agent sender must be a connected agent of the caller's account; an agent
  * recipient must be resolvable by the caller: its own, or on an actively connected account
- * (`recipient_account` picks one when the slug is on several).
+ * (`recipient_account` picks one when the slug is on several). Decisions 4.5–4.6: an e-mail
+ * recipient is a person, active once they have a receiving key; a person's account sends
+ * human-to-agent as its own address, to connected accounts' agents or those of accounts that
+ * have sent to it.
  */
 export async function resolveParties(
   db: Knex,
@@ -41,23 +50,38 @@ export async function resolveParties(
     if (!z.email().safeParse(input.recipient).success) {
       throw validationError("the recipient of an agent-to-human transfer is an e-mail address", "recipient");
     }
-    // Human accounts are not built yet: every human recipient is someone without an account.
-    // Their address is personal data: sealed under their data key (decisions 6.5).
+    const person = (await findPersonByEmail(db, people, input.recipient)) ?? null;
+    const hasReceivingKey = person?.email_verified === true && person.receiving_key !== null;
+    // The address is personal data: sealed under its person's data key (decisions 6.5).
     const recipientPersonId = await people.personFor(input.recipient);
     return {
       parties: {
         ...common(input, accountId, senderAgent ?? null),
         recipient: await people.seal(recipientPersonId, input.recipient),
         recipientPersonId,
-        recipientAccountId: null,
+        // A person's account is the recipient side once it can open what it gets; until then
+        // the transfer is held for the address.
+        recipientAccountId: hasReceivingKey && person ? person.account_id : null,
         recipientAgentId: null,
       },
-      human: { registered: false, hasReceivingKey: false },
+      human: { registered: person !== null, hasReceivingKey, account: person },
       senderAgent: senderAgent ?? null,
       recipientAgent: null,
     };
   }
-  const resolution = await resolveAgent(db, people, accountId, input.recipient, input.recipientAccount);
+  const personEmail =
+    input.mode === "human-to-agent" ? await verifiedPersonEmail(db, people, accountId) : null;
+  if (personEmail !== null && personEmail.toLowerCase() !== input.sender.toLowerCase()) {
+    throw validationError(`a person sends as their own address: sender must be '${personEmail}'`, "sender");
+  }
+  const resolution = await resolveAgent(
+    db,
+    people,
+    accountId,
+    input.recipient,
+    input.recipientAccount,
+    personEmail,
+  );
   if (resolution.kind === "ambiguous") throw ambiguous(input.recipient, resolution.candidates);
   const recipientAgent = resolution.kind === "found" ? resolution.agent : null;
   if (recipientAgent?.connection_status !== "connected") {
@@ -66,9 +90,12 @@ export async function resolveParties(
       "recipient",
     );
   }
+  // A person sending is named by their address: sealed under their data key (decisions 6.5).
+  const senderPersonId = personEmail === null ? null : await people.personFor(personEmail);
   return {
     parties: {
       ...common(input, accountId, senderAgent ?? null),
+      ...(senderPersonId ? { sender: await people.seal(senderPersonId, input.sender), senderPersonId } : {}),
       recipientPersonId: null,
       recipientAccountId: recipientAgent.account_id,
       recipientAgentId: recipientAgent.id,
@@ -83,6 +110,7 @@ function common(input: PartiesInput, accountId: string, senderAgent: AgentRow | 
   return {
     mode: input.mode,
     sender: input.sender,
+    senderPersonId: null,
     senderAccountId: accountId,
     senderAgentId: senderAgent?.id ?? null,
     recipient: input.recipient,

@@ -31,9 +31,12 @@ export async function createPresignedTransfer(
     checkFileName(file.name, `files.${index}.name`);
   });
   const resolved = await resolveParties(deps.db, deps.people, caller.accountId, partiesInput(intent));
-  if (resolved.human) {
+  // A person without a receiving key gets files the server encrypts as they stream in, which a
+  // direct upload to storage cannot do; one with a key gets what the client encrypted to it.
+  const person = resolved.human;
+  if (person && !(intent.isEncrypted && person.hasReceivingKey)) {
     throw validationError(
-      "agent-to-human transfers go through POST /v1/transfers, so the server can encrypt them for the recipient",
+      "agent-to-human transfers to someone without a receiving key go through POST /v1/transfers, so the server can encrypt them for the recipient",
       "mode",
     );
   }
@@ -55,7 +58,7 @@ export async function createPresignedTransfer(
       transferId,
       presigned: true,
       parties: resolved.parties,
-      human: null,
+      human: person ? { registered: person.registered, hasReceivingKey: person.hasReceivingKey } : null,
       atRest: null,
       terms,
       files,

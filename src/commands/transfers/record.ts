@@ -17,6 +17,7 @@ import type { BlobStore } from "../../blobs/port.js";
 import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/port.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
+import type { HeldContentKeys } from "../../security/at-rest.js";
 import type { CommandDeps } from "../deps.js";
 import {
   type Actor,
@@ -32,10 +33,14 @@ import {
   toAppend,
 } from "../streams.js";
 
-/** What the transfer commands need beyond the log: the read models (names → ids) and file storage. */
+/**
+ * What the transfer commands need beyond the log: the read models (names → ids), file storage and
+ * the content keys held for people.
+ */
 export interface TransferDeps extends CommandDeps {
   db: Knex;
   blobs: BlobStore;
+  heldKeys: HeldContentKeys;
 }
 
 /** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */

@@ -1,26 +1,31 @@
-import { randomBytes } from "node:crypto";
 import type { Multipart } from "@fastify/multipart";
-import type { TransferFile } from "../../../domain/transfer.js";
+import { fromBase64, wrapContentKey } from "@handoff/sdk";
+import type { AtRestEncryption, TransferEncryption, TransferFile } from "../../../domain/transfer.js";
 import { storageLeft } from "../../../domain/usage.js";
 import { blobKey } from "../../blobs/keys.js";
 import { validationError } from "../../http/errors.js";
-import { seal } from "../../security/secrets.js";
+import { newHeldContentKey } from "../../security/at-rest.js";
 import type { Actor } from "../streams.js";
 import { encryptionOf, partiesInput, type TransferIntent, termsOf } from "./intent.js";
-import { resolveParties } from "./parties.js";
+import { type PersonRecipient, resolveParties } from "./parties.js";
 import { createTransfer, prepareSender, type TransferDeps } from "./record.js";
 import { newTransferId, type ReceivedForm, receiveMultipart } from "./upload.js";
-
-/** The purpose a transfer's at-rest data key is sealed for under the server key. */
-export const DATA_KEY_PURPOSE = "transfer-data-key";
 
 /** A multipart upload whose files are stored, waiting to become a transfer, or to be discarded. */
 export interface StagedUpload {
   transferId: string;
   form: ReceivedForm;
-  /** Deletes the stored files: the upload failed, was refused, or repeated one already done. */
+  /** Deletes the stored files (and a held key): the upload failed, was refused, or repeated one already done. */
   discard(): Promise<void>;
 }
+
+/**
+ * Whether the server encrypts a send's files as they stream in (decisions 4.5): a send to a person
+ * that the client did not encrypt itself. Decided on the fields sent before the first file.
+ */
+const serverEncrypts = (fields: Map<string, string[]>) =>
+  fields.get("mode")?.[0] === "agent-to-human" &&
+  !["true", "1"].includes(fields.get("is_encrypted")?.[0] ?? "");
 
 /**
  * Streams every file of a multipart send into file storage, cut off at the plan's file size and
@@ -39,12 +44,63 @@ export async function stageUpload(
     deps.blobs,
     transferId,
     { limits: sender.limits, storageLeft: storageLeft(sender.usage.state, sender.limits) },
-    // A transfer held for a person without a receiving key is encrypted at rest as it streams in.
-    (fields) => (fields.get("mode")?.[0] === "agent-to-human" ? randomBytes(32) : null),
+    (fields) => (serverEncrypts(fields) ? newHeldContentKey() : null),
     fingerprinted,
   );
   const keys = form.files.map((file) => blobKey(transferId, file.fileId));
-  return { transferId, form, discard: () => deps.blobs.delete(keys) };
+  return {
+    transferId,
+    form,
+    discard: async () => {
+      await deps.blobs.delete(keys);
+      await deps.heldKeys.destroy([transferId]);
+    },
+  };
+}
+
+/**
+ * How a person's transfer is encrypted (decisions 4.5). The client encrypted it: only to a
+ * receiving key it can have resolved. The server encrypted it under K: K is wrapped to the
+ * person's receiving key at once when there is one (active), else held sealed for them.
+ */
+async function forPerson(
+  deps: TransferDeps,
+  transferId: string,
+  intent: TransferIntent,
+  person: PersonRecipient,
+  contentKey: Uint8Array | null,
+  encryption: TransferEncryption,
+): Promise<{ atRest: AtRestEncryption | null; encryption: TransferEncryption }> {
+  const key = person.hasReceivingKey ? person.account?.receiving_key : null;
+  if (intent.isEncrypted) {
+    if (!key) {
+      throw validationError(
+        "this person has no receiving key yet: send without is_encrypted and the server holds the files for them",
+        "is_encrypted",
+      );
+    }
+    return { atRest: null, encryption: { ...encryption, recipientPublicKey: key.publicKey } };
+  }
+  if (!contentKey) {
+    throw validationError(
+      "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",
+      "files",
+    );
+  }
+  const serverEncrypted = { ...encryption, algorithm: "AES-256-GCM", senderSignature: null };
+  if (!key) {
+    await deps.heldKeys.hold(transferId, contentKey);
+    return { atRest: { format: "HOE1" }, encryption: serverEncrypted };
+  }
+  return {
+    atRest: { format: "HOE1" },
+    encryption: {
+      ...serverEncrypted,
+      encryptedKey: await wrapContentKey(contentKey, fromBase64(key.publicKey)),
+      recipientKeyVersion: key.keyVersion,
+      recipientPublicKey: key.publicKey,
+    },
+  };
 }
 
 /** Makes a staged upload a transfer: resolves the parties, then decides and records it. */
@@ -59,26 +115,35 @@ export async function sendTransfer(
   const ivs = form.fields.get("encryption_iv") ?? [];
   const files: TransferFile[] = form.files.map((file, index) => ({
     ...file,
-    encryptionIv: ivs[index] ?? null,
+    encryptionIv: file.encryptionIv ?? ivs[index] ?? null,
   }));
   const resolved = await resolveParties(deps.db, deps.people, caller.accountId, partiesInput(intent));
-  if (resolved.human && !form.dataKey) {
-    throw validationError(
-      "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",
-      "files",
-    );
+  let encryption = encryptionOf(intent, resolved);
+  let atRest: AtRestEncryption | null = null;
+  if (resolved.human) {
+    ({ atRest, encryption } = await forPerson(
+      deps,
+      transferId,
+      intent,
+      resolved.human,
+      form.contentKey,
+      encryption,
+    ));
   }
+  const terms = termsOf(intent, deps.clock.now());
   return createTransfer(
     deps,
     {
       transferId,
       presigned: false,
       parties: resolved.parties,
-      human: resolved.human,
-      atRest: form.dataKey ? { wrappedDataKey: seal(deps.serverKey, DATA_KEY_PURPOSE, form.dataKey) } : null,
-      terms: termsOf(intent, deps.clock.now()),
+      human: resolved.human
+        ? { registered: resolved.human.registered, hasReceivingKey: resolved.human.hasReceivingKey }
+        : null,
+      atRest,
+      terms: { ...terms, isEncrypted: terms.isEncrypted || atRest !== null },
       files,
-      encryption: encryptionOf(intent, resolved),
+      encryption,
     },
     caller,
   );

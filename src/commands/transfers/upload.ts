@@ -1,13 +1,14 @@
 import { createHash, type Hash, randomBytes } from "node:crypto";
-import { pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
+import { type Duplex, pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
 import type { Multipart } from "@fastify/multipart";
+import { encryptedSize } from "@handoff/sdk";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
 import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
 import { ByteCounter, STREAM_CHUNK } from "../../blobs/filesystem.js";
 import { blobKey } from "../../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";
 import { fileTooLarge, HttpError, validationError } from "../../http/errors.js";
-import { EncryptRecords } from "../../security/record-cipher.js";
+import { encryptingStage } from "../../security/at-rest.js";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -35,8 +36,8 @@ export function checkFileName(name: string, path: string): void {
 export interface ReceivedForm {
   fields: Map<string, string[]>;
   files: TransferFile[];
-  /** The key the files were encrypted under at rest, or null. */
-  dataKey: Buffer | null;
+  /** The content key the server encrypted the files under (decisions 5.3), or null. */
+  contentKey: Uint8Array | null;
   /** SHA-256 over the fields and files as received, for Idempotency-Key ("" without that header). */
   fingerprint: string;
 }
@@ -49,9 +50,9 @@ export interface UploadCaps {
 
 /**
  * Decides, when the first file arrives, whether the files are to be encrypted at rest: returns the
- * data key, or null. It sees the fields sent before that file.
+ * content key, or null. It sees the fields sent before that file.
  */
-export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Buffer | null;
+export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Uint8Array | null;
 
 /** Passes bytes on unchanged while feeding them to a hash: the upload's fingerprint. */
 class HashTap extends Transform {
@@ -66,8 +67,9 @@ class HashTap extends Transform {
 }
 
 /**
- * Stores one file part: as it comes, or encrypted at rest under `dataKey`. The size limit always
- * applies to the bytes the client sent, and the size returned is theirs, not the ciphertext's.
+ * Stores one file part: as it comes, or encrypted by the server under `contentKey` (decisions
+ * 5.3). The size limit applies to the bytes the client sent. An encrypted file's size is that of
+ * its stored ciphertext, as for any encrypted file (5.3), and its salt is its `encryptionIv`.
  */
 async function storeFile(
   blobs: BlobStore,
@@ -75,22 +77,25 @@ async function storeFile(
   file: Readable,
   contentType: string,
   maxBytes: number | null,
-  dataKey: Buffer | null,
+  contentKey: Uint8Array | null,
   fingerprint: Hash | null,
-): Promise<number> {
+): Promise<{ size: number; encryptionIv: string | null }> {
   const counter = new ByteCounter(maxBytes);
-  const stages: Transform[] = [
+  const encrypting = contentKey ? encryptingStage(contentKey) : null;
+  const stages: (Transform | Duplex)[] = [
     ...(fingerprint ? [new HashTap(fingerprint)] : []),
     counter,
-    ...(dataKey ? [new EncryptRecords(dataKey)] : []),
+    ...(encrypting ? [encrypting.stage] : []),
   ];
   // pipeline() hands back its last stream; an error anywhere (too large included) destroys it.
   const body = pipeline([file, ...stages], () => {}) as unknown as Readable;
   await blobs.put(key, body, {
     maxBytes: null,
-    contentType: dataKey ? "application/octet-stream" : contentType,
+    contentType: encrypting ? "application/octet-stream" : contentType,
   });
-  return counter.bytes;
+  return encrypting
+    ? { size: encryptedSize(counter.bytes), encryptionIv: encrypting.encryptionIv }
+    : { size: counter.bytes, encryptionIv: null };
 }
 
 /** Errors of the multipart parser are the client's: a malformed or over-limit body. */
@@ -121,7 +126,7 @@ export async function receiveMultipart(
   atRestKeyFor: AtRestKeyFor,
   fingerprinted: boolean,
 ): Promise<ReceivedForm> {
-  let dataKey: Buffer | null | undefined;
+  let contentKey: Uint8Array | null | undefined;
   const fields = new Map<string, string[]>();
   const files: TransferFile[] = [];
   // Hashing every byte costs CPU: only a request that may be repeated (Idempotency-Key) pays it.
@@ -152,12 +157,20 @@ export async function receiveMultipart(
       const type = part.mimetype || "application/octet-stream";
       files.push({ fileId, name: part.filename, size: 0, type, encryptionIv: null });
       fingerprint?.update(`file ${JSON.stringify([part.filename, type])}\n`);
-      if (dataKey === undefined) dataKey = atRestKeyFor(fields);
+      if (contentKey === undefined) contentKey = atRestKeyFor(fields);
       try {
         const key = blobKey(transferId, fileId);
-        const size = await storeFile(blobs, key, part.file, type, maxBytes, dataKey, fingerprint);
+        const { size, encryptionIv } = await storeFile(
+          blobs,
+          key,
+          part.file,
+          type,
+          maxBytes,
+          contentKey,
+          fingerprint,
+        );
         const file = files[files.length - 1];
-        if (file) file.size = size;
+        if (file) Object.assign(file, { size, encryptionIv });
         stored += size;
       } catch (error) {
         if (!(error instanceof BlobTooLargeError)) throw error;
@@ -174,5 +187,5 @@ export async function receiveMultipart(
     await blobs.delete(files.map((file) => blobKey(transferId, file.fileId)));
     throw clientError(error);
   }
-  return { fields, files, dataKey: dataKey ?? null, fingerprint: fingerprint?.digest("hex") ?? "" };
+  return { fields, files, contentKey: contentKey ?? null, fingerprint: fingerprint?.digest("hex") ?? "" };
 }

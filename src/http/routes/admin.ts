@@ -9,15 +9,8 @@ import { adminActor } from "../auth.js";
 import { notFound } from "../errors.js";
 import { presentAccount } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
-import { errors, nameSchema, timestamp } from "../schemas.js";
+import { accountSchema, errors, nameSchema, timestamp } from "../schemas.js";
 
-const accountSchema = z.object({
-  id: z.uuid(),
-  email: z.string(),
-  name: z.string(),
-  plan: z.string(),
-  created_at: timestamp,
-});
 const planSchema = z.enum(PLAN_IDS);
 const erasureSchema = z.object({
   id: z.uuid(),

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { createApiKey, revokeApiKey } from "../../commands/api-keys.js";
 import { findApiKey } from "../../queries/accounts.js";
-import { callerAccount } from "../auth.js";
+import { type Caller, callerAccount } from "../auth.js";
 import { HttpError, notFound } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { errors, nameSchema, timestamp } from "../schemas.js";
@@ -32,7 +32,7 @@ function ownAccount(accountId: string, requested: string): void {
 export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
   const { db, deps } = service;
 
-  async function issue(caller: ReturnType<typeof callerAccount>, name: string) {
+  async function issue(caller: Caller, name: string) {
     const result = await createApiKey(deps, caller.accountId, name, caller);
     await settle(result.position);
     const { id, apiKey, createdAt } = result.apiKey;

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { sendableAgents } from "../../queries/connections.js";
+import { areConnected, sendableAgents } from "../../queries/connections.js";
+import { findPersonByEmail, hasSentToPerson, verifiedPersonEmail } from "../../queries/humans.js";
 import { callerAccount } from "../auth.js";
 import { notFound } from "../errors.js";
 import { ambiguous, resolveAgent } from "../recipients.js";
@@ -29,6 +30,31 @@ const resolvedSchema = z.object({
 export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
   const { db, deps } = service;
 
+  /**
+   * Decisions 4.5: a person's receiving key, for a sender to encrypt to: once they have one, and
+   * only to an account connected with theirs or that has sent to this address before. Anyone else
+   * gets the same 404 as for an address nobody holds.
+   */
+  async function resolvePerson(callerAccountId: string, email: string) {
+    const person = await findPersonByEmail(db, deps.people, email);
+    const key = person?.email_verified ? person.receiving_key : null;
+    const known =
+      person !== undefined &&
+      key !== null &&
+      (person.account_id === callerAccountId ||
+        (await areConnected(db, callerAccountId, person.account_id)) ||
+        (await hasSentToPerson(db, deps.people, callerAccountId, email)));
+    if (!known || !person || !key) throw notFound("recipient");
+    return {
+      agent_id: person.email,
+      public_key: key.publicKey,
+      public_key_algorithm: "X25519" as const,
+      key_version: key.keyVersion,
+      signing_public_key: null,
+      connection_status: "connected" as const,
+    };
+  }
+
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
@@ -43,7 +69,12 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
       },
       async (request) => {
         const caller = callerAccount(request);
-        const agents = await sendableAgents(db, deps.people, caller.accountId);
+        const agents = await sendableAgents(
+          db,
+          deps.people,
+          caller.accountId,
+          await verifiedPersonEmail(db, deps.people, caller.accountId),
+        );
         return {
           agents: agents.map((agent) => {
             const own = agent.account_id === caller.accountId;
@@ -66,7 +97,11 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
           tags: ["agents"],
           summary: "An agent's public keys by slug or UUID: own agents, or those of connected accounts",
           querystring: z.object({
-            agent_id: z.string().min(1).max(64),
+            agent_id: z
+              .string()
+              .min(1)
+              .max(320)
+              .refine((ref) => ref.includes("@") || ref.length <= 64, "an agent_id is at most 64 characters"),
             account: z.string().max(320).optional(),
           }),
           response: { 200: resolvedSchema, ...errors(400, 401, 404) },
@@ -75,7 +110,16 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
       async (request) => {
         const caller = callerAccount(request);
         const { agent_id: ref, account } = request.query;
-        const resolution = await resolveAgent(db, deps.people, caller.accountId, ref, account ?? null);
+        if (ref.includes("@")) return resolvePerson(caller.accountId, ref);
+        const personEmail = await verifiedPersonEmail(db, deps.people, caller.accountId);
+        const resolution = await resolveAgent(
+          db,
+          deps.people,
+          caller.accountId,
+          ref,
+          account ?? null,
+          personEmail,
+        );
         if (resolution.kind === "ambiguous") throw ambiguous(ref, resolution.candidates);
         // Another account's agent without a connection is "not found", never "forbidden": no enumeration.
         if (resolution.kind === "none") throw notFound("agent");

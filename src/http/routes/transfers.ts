@@ -7,6 +7,7 @@ import { confirmTransfer, createPresignedTransfer } from "../../commands/transfe
 import { type StagedUpload, sendTransfer, stageUpload } from "../../commands/transfers/send.js";
 import { revealRow, revealRows } from "../../privacy/reveal.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
+import { verifiedAddressee } from "../../queries/humans.js";
 import { findVisibleTransfer, inboxPage, listTransfers } from "../../queries/transfers.js";
 import { waitForRows } from "../../read-models/long-poll.js";
 import { callerAccount } from "../auth.js";
@@ -192,6 +193,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         const now = clock.now();
         const { rows, total } = await listTransfers(db, {
           accountId: caller.accountId,
+          person: await verifiedAddressee(db, deps.people, caller.accountId),
           direction: direction ?? null,
           status: status ?? null,
           now,
@@ -264,7 +266,8 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       },
       async (request) => {
         const caller = callerAccount(request);
-        const row = await findVisibleTransfer(db, request.params.id, caller.accountId);
+        const person = await verifiedAddressee(db, deps.people, caller.accountId);
+        const row = await findVisibleTransfer(db, request.params.id, caller.accountId, person);
         if (!row) throw notFound("transfer");
         return presentOne(row, clock.now());
       },

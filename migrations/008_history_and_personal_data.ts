@@ -24,6 +24,8 @@ export async function up(knex: Knex): Promise<void> {
     alter table accounts add column erased_at timestamptz;
     create index accounts_person on accounts (person_id) where person_id is not null;
     alter table transfers add column recipient_person_id uuid;
+    alter table transfers add column sender_person_id uuid;
+    create index transfers_sender_person on transfers (sender_person_id) where sender_person_id is not null;
     create index transfers_recipient_person on transfers (recipient_person_id) where recipient_person_id is not null;
 
     create table history_entries (
@@ -53,6 +55,7 @@ export async function down(knex: Knex): Promise<void> {
     knex,
     `
     drop table history_streams; drop table history_index; drop table history_entries;
+    drop index transfers_sender_person; alter table transfers drop column sender_person_id;
     drop index transfers_recipient_person; alter table transfers drop column recipient_person_id;
     drop index accounts_person; alter table accounts drop column erased_at; alter table accounts drop column person_id;
     drop table personal_data_keys

@@ -1,0 +1,68 @@
+import type { AccountEvent } from "../domain/account.js";
+import type { HumanEvent } from "../domain/human.js";
+import type { SessionEvent } from "../domain/session.js";
+import { categoryProjection, type Projection } from "./projection.js";
+
+/** A person's verification and receiving key, by account: read by resolve, sends and sessions. */
+export const humansProjection = categoryProjection<HumanEvent>({
+  name: "humans",
+  tables: ["humans"],
+  category: "human",
+  async apply(trx, event, accountId) {
+    switch (event.type) {
+      case "HumanSignedUp":
+        await trx("humans").insert({ account_id: accountId, email_verified: false, receiving_key: null });
+        return;
+      case "EmailVerified":
+        await trx("humans").where({ account_id: accountId }).update({ email_verified: true });
+        return;
+      case "ReceivingKeySet": {
+        const { publicKey, kdf, keyVersion } = event.data;
+        await trx("humans")
+          .where({ account_id: accountId })
+          .update({ receiving_key: JSON.stringify({ publicKey, kdf, keyVersion }) });
+        return;
+      }
+      default:
+        return;
+    }
+  },
+});
+
+/** Open and ended sessions: the authentication hook looks a session token's id up here. */
+const sessionLives = categoryProjection<SessionEvent>({
+  name: "sessions",
+  tables: ["sessions"],
+  category: "session",
+  async apply(trx, event, sessionId) {
+    switch (event.type) {
+      case "SessionStarted":
+        await trx("sessions").insert({
+          id: sessionId,
+          account_id: event.data.accountId,
+          expires_at: event.data.expiresAt,
+          ended_at: null,
+        });
+        return;
+      case "SessionEnded":
+        await trx("sessions").where({ id: sessionId }).update({ ended_at: event.data.at });
+        return;
+      default:
+        return;
+    }
+  },
+});
+
+/** An erased person's sessions end with the erasure (decisions 6.5): the next request is 401. */
+export const sessionsProjection: Projection = {
+  name: sessionLives.name,
+  tables: sessionLives.tables,
+  async apply(trx, recorded) {
+    if (recorded.type === "AccountErased") {
+      const { accountId, at } = recorded.data as Extract<AccountEvent, { type: "AccountErased" }>["data"];
+      await trx("sessions").where({ account_id: accountId }).whereNull("ended_at").update({ ended_at: at });
+      return;
+    }
+    await sessionLives.apply(trx, recorded);
+  },
+};

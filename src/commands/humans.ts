@@ -1,0 +1,241 @@
+import { randomUUID } from "node:crypto";
+import { accountDecider, claimEmail, type EmailClaimEvent } from "../../domain/account.js";
+import { DomainError } from "../../domain/decider.js";
+import { decideLogin, humanDecider, type ReceivingKeyKdf } from "../../domain/human.js";
+import { sessionDecider } from "../../domain/session.js";
+import { streams } from "../../domain/streams.js";
+import { NO_STREAM } from "../eventstore/port.js";
+import { DEFAULT_PLAN, limitsOf } from "../plans/catalog.js";
+import { findAccount } from "../queries/accounts.js";
+import type { RateLimitCounter } from "../rate-limits/counter.js";
+import { LOGIN_FAILURES } from "../rate-limits/policy.js";
+import type { HumanTokens } from "../security/human-tokens.js";
+import { burnPasswordCheck, hashPassword, passwordMatches } from "../security/passwords.js";
+import { sha256Hex } from "../security/secrets.js";
+import { accountHolding, claimAddress, defaultAccountName, sealedPerson } from "./accounts.js";
+import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { activateHeldFor } from "./transfers/activate.js";
+import type { TransferDeps } from "./transfers/record.js";
+
+/**
+ * What the people commands need beyond the transfer commands' deps: the server's signatures and
+ * the login-failure counts.
+ */
+export interface HumanDeps extends TransferDeps {
+  tokens: HumanTokens;
+  loginFailures: RateLimitCounter;
+}
+
+/**
+ * A person acting on their own account before (or while getting) a session: signing up,
+ * verifying, logging in. Recorded as the session kind of actor (decisions 6.1).
+ */
+const personActing = (accountId: string | null, requestId: string | null): Actor => ({
+  kind: "session",
+  accountId,
+  keyId: null,
+  requestId,
+});
+
+/**
+ * Decisions 4.1: a human account, in one atomic append over three streams: the e-mail claim (an
+ * address is used once, by a person or an agent account alike), the account (`kind: "human"`, no
+ * API key yet) and the person's stream with the sealed password hash and the verification that
+ * the verify e-mail links to.
+ */
+export async function signUp(
+  deps: HumanDeps,
+  input: { email: string; password: string; name: string | null },
+  requestId: string | null,
+) {
+  const sealedPasswordHash = await hashPassword(deps.serverKey, input.password);
+  // The address and name are personal data: sealed under the person's data key (decisions 6.5).
+  const person = await sealedPerson(deps, input.email, input.name ?? defaultAccountName(input.email));
+  return retryOnConflict(async () => {
+    const now = deps.clock.now().toISOString();
+    const accountId = randomUUID();
+    const claim = await claimAddress(deps.store, input.email, person.personId, accountId);
+    const created = accepted(
+      accountDecider.decide(
+        {
+          type: "CreateAccount",
+          accountId,
+          email: person.email,
+          name: person.name,
+          personId: person.personId,
+          plan: DEFAULT_PLAN,
+          kind: "human",
+          now,
+        },
+        accountDecider.initialState(),
+        { limits: limitsOf(DEFAULT_PLAN) },
+      ),
+    );
+    const signedUp = accepted(
+      humanDecider.decide(
+        {
+          type: "SignUp",
+          accountId,
+          email: person.email,
+          sealedPasswordHash,
+          verificationId: randomUUID(),
+          now,
+        },
+        humanDecider.initialState(),
+        undefined,
+      ),
+    );
+    const actor = personActing(accountId, requestId);
+    const position = await appendAll(deps.store, [
+      toAppend(claim, claim.events, actor, now),
+      toAppend({ streamId: streams.account(accountId), expected: NO_STREAM }, created, actor, now),
+      toAppend({ streamId: streams.human(accountId), expected: NO_STREAM }, signedUp, actor, now),
+    ]);
+    return { position, accountId };
+  });
+}
+
+const invalidToken = () =>
+  new DomainError("INVALID_TOKEN", "this verification link is invalid, used or expired");
+
+/** Decisions 4.2: the link's signature names the account and its open verification; single use, 24 hours. */
+export async function verifyEmail(deps: HumanDeps, token: string, requestId: string | null) {
+  const accountId = deps.tokens.accountOfVerification(token);
+  if (!accountId) throw invalidToken();
+  return retryOnConflict(async () => {
+    const now = deps.clock.now().toISOString();
+    const human = await load(deps.store, humanDecider, streams.human(accountId));
+    const open = human.state.status === "unverified" ? human.state.verification : null;
+    if (!open || !deps.tokens.verificationMatches(token, accountId, open.verificationId))
+      throw invalidToken();
+    const events = accepted(
+      humanDecider.decide(
+        { type: "VerifyEmail", verificationId: open.verificationId, now },
+        human.state,
+        undefined,
+      ),
+    );
+    const position = await appendAll(deps.store, [
+      toAppend(human, events, personActing(accountId, requestId), now),
+    ]);
+    return { position, accountId };
+  });
+}
+
+/** Too many failed logins for one address (decisions 4.3): retry after this many seconds. */
+export class LoginThrottled extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super(`too many failed logins for this address; retry after ${retryAfterSeconds} s`);
+    this.name = "LoginThrottled";
+  }
+}
+
+/**
+ * Decisions 4.3: checks the password (scrypt, or the same work for an unknown address, so both
+ * answers look alike), counts a failure per address, and starts a 12-hour session. An address with
+ * LOGIN_FAILURES.limit failures in the current window is refused before any check.
+ */
+export async function logIn(
+  deps: HumanDeps,
+  input: { email: string; password: string },
+  requestId: string | null,
+) {
+  const bucket = `${LOGIN_FAILURES.name}:${sha256Hex(input.email.trim().toLowerCase())}`;
+  const nowMs = deps.clock.now().getTime();
+  const windowStart = Math.floor(nowMs / LOGIN_FAILURES.windowMs) * LOGIN_FAILURES.windowMs;
+  const failures = await deps.loginFailures.count(bucket, windowStart, LOGIN_FAILURES.windowMs);
+  if (failures >= LOGIN_FAILURES.limit) {
+    throw new LoginThrottled(Math.max(1, Math.ceil((windowStart + LOGIN_FAILURES.windowMs - nowMs) / 1000)));
+  }
+
+  // An erased person's address is held by no account any more: the same 401 as an unknown one.
+  const accountId = await accountHolding(deps, input.email);
+  const human = accountId ? await load(deps.store, humanDecider, streams.human(accountId)) : null;
+  const state = human?.state ?? humanDecider.initialState();
+  let matches = false;
+  if (state.status === "none") await burnPasswordCheck(deps.serverKey, input.password);
+  else matches = await passwordMatches(deps.serverKey, state.sealedPasswordHash, input.password);
+
+  const verdict = decideLogin(state, matches);
+  if (verdict !== "ok") {
+    if (verdict.code === "UNAUTHORIZED")
+      await deps.loginFailures.hit(bucket, windowStart, LOGIN_FAILURES.windowMs);
+    throw verdict;
+  }
+  const sessionId = randomUUID();
+  const now = deps.clock.now().toISOString();
+  const started = accepted(
+    sessionDecider.decide(
+      { type: "StartSession", sessionId, accountId: accountId as string, now },
+      sessionDecider.initialState(),
+      undefined,
+    ),
+  );
+  const actor = personActing(accountId, requestId);
+  const position = await appendAll(deps.store, [
+    toAppend({ streamId: streams.session(sessionId), expected: NO_STREAM }, started, actor, now),
+  ]);
+  const data = started[0]?.data as { expiresAt: string };
+  return {
+    position,
+    accountId: accountId as string,
+    token: deps.tokens.sessionToken(sessionId),
+    expiresAt: data.expiresAt,
+  };
+}
+
+/** Decisions 4.3: ends the caller's session at once (the next request with it is 401). */
+export async function logOut(deps: HumanDeps, sessionId: string, actor: Actor) {
+  return retryOnConflict(async () => {
+    const now = deps.clock.now().toISOString();
+    const session = await load(deps.store, sessionDecider, streams.session(sessionId));
+    const events = accepted(sessionDecider.decide({ type: "EndSession", now }, session.state, undefined));
+    const position = await appendAll(deps.store, [toAppend(session, events, actor, now)]);
+    return { position };
+  });
+}
+
+/**
+ * Decisions 4.4–4.5: records the person's receiving public key (setting it again is a rotation),
+ * then activates every transfer held for their address by wrapping its content key to it.
+ * `settle` waits for the read models to show the key before the held transfers are looked up.
+ */
+export async function setReceivingKey(
+  deps: HumanDeps,
+  actor: Actor & { accountId: string },
+  input: { publicKey: string; kdf: ReceivingKeyKdf },
+  settle: (position: string | null) => Promise<void>,
+) {
+  const set = await recordReceivingKey(deps, actor, input);
+  await settle(set.position);
+  const account = await findAccount(deps.db, deps.people, actor.accountId);
+  if (!account)
+    throw new Error(`account ${actor.accountId} missing from the read model after its write settled`);
+  const activated = await activateHeldFor(
+    deps,
+    { accountId: actor.accountId, email: account.email, receivingKey: set.receivingKey },
+    actor,
+    (error) => console.error("activating a held transfer failed:", error),
+  );
+  return { position: activated ?? set.position, receivingKey: set.receivingKey };
+}
+
+function recordReceivingKey(
+  deps: HumanDeps,
+  actor: Actor & { accountId: string },
+  input: { publicKey: string; kdf: ReceivingKeyKdf },
+) {
+  return retryOnConflict(async () => {
+    const now = deps.clock.now().toISOString();
+    const human = await load(deps.store, humanDecider, streams.human(actor.accountId));
+    if (human.state.status === "none")
+      throw new DomainError("FORBIDDEN", "only a person's account has a receiving key");
+    const events = accepted(
+      humanDecider.decide({ type: "SetReceivingKey", ...input, now }, human.state, undefined),
+    );
+    const position = await appendAll(deps.store, [toAppend(human, events, actor, now)]);
+    const state = events.reduce(humanDecider.evolve, human.state);
+    if (state.status === "none" || !state.receivingKey) throw new Error("a receiving key set is missing");
+    return { position, receivingKey: state.receivingKey };
+  });
+}
