@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { projections } from "../../projections/index.js";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
+import { postgresServer, postgresSkipReason, titled } from "../support/databases.js";
 import { dumpReadModels } from "../support/read-models.js";
 import { expectError, registerAgent } from "./helpers.js";
 import { newPerson, PASSWORD, setReceivingKey } from "./people.js";
@@ -28,8 +29,33 @@ function filesHolding(dir: string, needle: string): string[] {
         found.push(full.slice(dir.length + 1));
     }
   };
-  walk(dir);
+  if (existsSync(dir)) walk(dir);
   return found;
+}
+
+/**
+ * Where the database's bytes are on disk, after a checkpoint has written them there: PGlite's
+ * directory, or (PostgreSQL on this machine, readable) the database's own directory and the WAL.
+ * Null when the server's files cannot be read from here (a remote server).
+ */
+async function databaseFiles(t: TestApp): Promise<string[] | null> {
+  const { db, config } = t.service;
+  await db.raw("checkpoint");
+  if (!config.databaseUrl) return [join(config.dataDir, "pg")];
+  const dir = ((await db.raw("show data_directory")).rows[0] as { data_directory: string }).data_directory;
+  const oid = (
+    (await db.raw("select oid from pg_database where datname = current_database()")).rows[0] as {
+      oid: number;
+    }
+  ).oid;
+  const places = [join(dir, "base", String(oid)), join(dir, "pg_wal")];
+  try {
+    for (const place of places) readdirSync(place);
+  } catch {
+    console.warn(`[erasure] ${dir} is not readable from here: the file scan is skipped`);
+    return null;
+  }
+  return places;
 }
 
 async function connect(t: TestApp, from: { apiKey: string }, to: { apiKey: string; email: string }) {
@@ -53,6 +79,121 @@ async function createAccount(t: TestApp, email: string, name: string) {
  * Decisions 6.5: a person who sent and received transfers (through their account's agent, and as a
  * human recipient by e-mail) is erased; afterwards nothing anywhere shows their address or name.
  */
+async function eraseSenderAndRecipient(t: TestApp): Promise<void> {
+  const tag = randomBytes(4).toString("hex");
+  const email = `Erin.Erasable-${tag}@example.com`;
+  const personName = `Erin Erasable ${tag}`;
+  const canary = `canary-message-${tag}`;
+  const erin = await createAccount(t, email, personName);
+  const quinn = await createAccount(t, `quinn-${tag}@example.com`, "Quinn");
+  await registerAgent(t, erin.apiKey, { agent_id: "erin-bot" });
+  await registerAgent(t, quinn.apiKey, { agent_id: "quinn-bot" });
+  await connect(t, erin, quinn);
+
+  // Erin sends to Quinn and receives from Quinn, through the agents of their accounts...
+  const sent = await sendTransfer(t, erin.apiKey, undefined, {
+    sender: "erin-bot",
+    recipient: "quinn-bot",
+    message: canary,
+  });
+  await downloadOk(t, quinn.apiKey, sent.id, "quinn-bot");
+  const received = await sendTransfer(t, quinn.apiKey, undefined, {
+    sender: "quinn-bot",
+    recipient: "erin-bot",
+  });
+  await downloadOk(t, erin.apiKey, received.id, "erin-bot");
+  // ...and as a person, by e-mail: held for her, with an invitation in the outbox.
+  const toHuman = await postTransfer(t, quinn.apiKey, [{ name: "for-erin.txt", data: Buffer.from("hi") }], {
+    sender: "quinn-bot",
+    recipient: email,
+    mode: "agent-to-human",
+  });
+  expect(toHuman.statusCode, toHuman.body).toBe(201);
+  expect(toHuman.json().recipient).toBe(email);
+  const dataDir = t.service.config.dataDir;
+  await waitUntil(() => filesHolding(join(dataDir, "outbox"), email).length > 0, "the invitation is written");
+
+  // Before: shown in clear to those entitled; the database files never held it in clear, though
+  // they do hold the clear message (the scan can see what the database wrote).
+  const connections = (await t.call("GET", "/v1/connections", { key: quinn.apiKey })).json().connections;
+  expect(connections[0].peer_account.name).toBe(personName);
+  const database = await databaseFiles(t);
+  if (database) {
+    expect(database.flatMap((dir) => filesHolding(dir, canary)).length).toBeGreaterThan(0);
+    expect(database.flatMap((dir) => filesHolding(dir, email))).toEqual([]);
+    expect(database.flatMap((dir) => filesHolding(dir, personName))).toEqual([]);
+  }
+
+  const erased = await t.call("POST", `/v1/admin/accounts/${erin.accountId}/erase`, { key: ADMIN_TOKEN });
+  expect(erased.statusCode, erased.body).toBe(200);
+  expect(erased.json()).toMatchObject({ account_id: erin.accountId, transfers: 1 });
+  expect(Object.keys(erased.json()).sort()).toEqual(["account_id", "erased_at", "id", "transfers"]);
+
+  // Her keys no longer work; her account is gone for the operator and for connections.
+  expectError(await t.call("GET", "/v1/agents", { key: erin.apiKey }), 401, "UNAUTHORIZED");
+  expectError(
+    await t.call("PATCH", `/v1/admin/accounts/${erin.accountId}`, {
+      key: ADMIN_TOKEN,
+      body: { plan: "team" },
+    }),
+    404,
+    "NOT_FOUND",
+  );
+  expectError(
+    await t.call("POST", "/v1/connections", { key: quinn.apiKey, body: { account: email } }),
+    404,
+    "NOT_FOUND",
+  );
+
+  // Every answer Quinn gets shows "[erased]" where she was.
+  const peer = (await t.call("GET", "/v1/connections", { key: quinn.apiKey })).json().connections[0]
+    .peer_account;
+  expect(peer).toEqual({ id: erin.accountId, name: "[erased]", email_masked: "[erased]" });
+  const listed = await listTransfers(t, quinn.apiKey);
+  expect(listed.transfers.find((x) => x.id === toHuman.json().id)?.recipient).toBe("[erased]");
+  const history = (
+    await t.call("GET", `/v1/transfers/${toHuman.json().id}/history`, { key: quinn.apiKey })
+  ).json();
+  expect(history.entries.map((e: { type: string }) => e.type)).toEqual(["TransferCreated", "PersonErased"]);
+  expect(history.entries[0].data.recipient).toBe("[erased]");
+  const auditBody = (await t.call("GET", "/v1/audit?type=PersonErased", { key: quinn.apiKey })).body;
+  expect(JSON.parse(auditBody).entries).toHaveLength(1);
+  const month = sent.created_at.slice(0, 7);
+  const report = (await t.call("GET", `/v1/reports/compliance?month=${month}`, { key: quinn.apiKey })).json();
+  expect(report.erasures).toBe(1);
+
+  // Rebuilt read models: the same rows, "[erased]" written out, the address and name nowhere.
+  await t.service.housekeeper.stop();
+  await t.service.engine.waitFor(await t.service.store.headPosition(), 5000);
+  const before = await dumpReadModels(t.service.db);
+  await t.service.engine.stop();
+  for (const { name } of projections) await t.service.engine.rebuild(name, () => {});
+  const after = await dumpReadModels(t.service.db);
+  expect(after).toEqual(before);
+  const account = after.accounts?.find((row) => (row as { id: string }).id === erin.accountId);
+  expect(account).toMatchObject({ email: "[erased]", name: "[erased]" });
+  const dump = JSON.stringify(after).toLowerCase();
+  expect(dump).not.toContain(email.toLowerCase());
+  expect(dump).not.toContain(personName.toLowerCase());
+  await t.service.engine.start();
+  t.service.housekeeper.start();
+
+  // The files: the database's (after a checkpoint), file data and the outbox hold nothing of hers.
+  const places = [dataDir, ...((await databaseFiles(t)) ?? [])];
+  expect(places.flatMap((dir) => filesHolding(dir, email))).toEqual([]);
+  expect(places.flatMap((dir) => filesHolding(dir, personName))).toEqual([]);
+  expect(places.flatMap((dir) => filesHolding(dir, canary)).length).toBeGreaterThan(0);
+  expect(readdirSync(join(dataDir, "outbox")).join("\n")).not.toContain(email.toLowerCase());
+
+  // Erasing again answers the first erasure, records nothing more.
+  const again = await t.call("POST", `/v1/admin/accounts/${erin.accountId}/erase`, { key: ADMIN_TOKEN });
+  expect(again.json().id).toBe(erased.json().id);
+
+  // The address is free again: a new account may take it, and it is a new person.
+  const reborn = await createAccount(t, email, "Someone Else");
+  expect(reborn.accountId).not.toBe(erin.accountId);
+}
+
 describe("erasure by crypto-shredding", () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -61,121 +202,7 @@ describe("erasure by crypto-shredding", () => {
   afterAll(async () => t?.close());
 
   it("leaves nothing readable of the person in answers, history, reports, rebuilt read models or files", async () => {
-    const tag = randomBytes(4).toString("hex");
-    const email = `Erin.Erasable-${tag}@example.com`;
-    const personName = `Erin Erasable ${tag}`;
-    const canary = `canary-message-${tag}`;
-    const erin = await createAccount(t, email, personName);
-    const quinn = await createAccount(t, `quinn-${tag}@example.com`, "Quinn");
-    await registerAgent(t, erin.apiKey, { agent_id: "erin-bot" });
-    await registerAgent(t, quinn.apiKey, { agent_id: "quinn-bot" });
-    await connect(t, erin, quinn);
-
-    // Erin sends to Quinn and receives from Quinn, through the agents of their accounts...
-    const sent = await sendTransfer(t, erin.apiKey, undefined, {
-      sender: "erin-bot",
-      recipient: "quinn-bot",
-      message: canary,
-    });
-    await downloadOk(t, quinn.apiKey, sent.id, "quinn-bot");
-    const received = await sendTransfer(t, quinn.apiKey, undefined, {
-      sender: "quinn-bot",
-      recipient: "erin-bot",
-    });
-    await downloadOk(t, erin.apiKey, received.id, "erin-bot");
-    // ...and as a person, by e-mail: held for her, with an invitation in the outbox.
-    const toHuman = await postTransfer(t, quinn.apiKey, [{ name: "for-erin.txt", data: Buffer.from("hi") }], {
-      sender: "quinn-bot",
-      recipient: email,
-      mode: "agent-to-human",
-    });
-    expect(toHuman.statusCode, toHuman.body).toBe(201);
-    expect(toHuman.json().recipient).toBe(email);
-    const dataDir = t.service.config.dataDir;
-    await waitUntil(
-      () => filesHolding(join(dataDir, "outbox"), email).length > 0,
-      "the invitation is written",
-    );
-
-    // Before: shown in clear to those entitled; the database files never held it in clear, though
-    // they do hold the clear message (the scan can see what the database wrote).
-    const connections = (await t.call("GET", "/v1/connections", { key: quinn.apiKey })).json().connections;
-    expect(connections[0].peer_account.name).toBe(personName);
-    await t.service.db.raw("checkpoint");
-    expect(filesHolding(join(dataDir, "pg"), canary).length).toBeGreaterThan(0);
-    expect(filesHolding(join(dataDir, "pg"), email)).toEqual([]);
-    expect(filesHolding(join(dataDir, "pg"), personName)).toEqual([]);
-
-    const erased = await t.call("POST", `/v1/admin/accounts/${erin.accountId}/erase`, { key: ADMIN_TOKEN });
-    expect(erased.statusCode, erased.body).toBe(200);
-    expect(erased.json()).toMatchObject({ account_id: erin.accountId, transfers: 1 });
-    expect(Object.keys(erased.json()).sort()).toEqual(["account_id", "erased_at", "id", "transfers"]);
-
-    // Her keys no longer work; her account is gone for the operator and for connections.
-    expectError(await t.call("GET", "/v1/agents", { key: erin.apiKey }), 401, "UNAUTHORIZED");
-    expectError(
-      await t.call("PATCH", `/v1/admin/accounts/${erin.accountId}`, {
-        key: ADMIN_TOKEN,
-        body: { plan: "team" },
-      }),
-      404,
-      "NOT_FOUND",
-    );
-    expectError(
-      await t.call("POST", "/v1/connections", { key: quinn.apiKey, body: { account: email } }),
-      404,
-      "NOT_FOUND",
-    );
-
-    // Every answer Quinn gets shows "[erased]" where she was.
-    const peer = (await t.call("GET", "/v1/connections", { key: quinn.apiKey })).json().connections[0]
-      .peer_account;
-    expect(peer).toEqual({ id: erin.accountId, name: "[erased]", email_masked: "[erased]" });
-    const listed = await listTransfers(t, quinn.apiKey);
-    expect(listed.transfers.find((x) => x.id === toHuman.json().id)?.recipient).toBe("[erased]");
-    const history = (
-      await t.call("GET", `/v1/transfers/${toHuman.json().id}/history`, { key: quinn.apiKey })
-    ).json();
-    expect(history.entries.map((e: { type: string }) => e.type)).toEqual(["TransferCreated", "PersonErased"]);
-    expect(history.entries[0].data.recipient).toBe("[erased]");
-    const auditBody = (await t.call("GET", "/v1/audit?type=PersonErased", { key: quinn.apiKey })).body;
-    expect(JSON.parse(auditBody).entries).toHaveLength(1);
-    const month = sent.created_at.slice(0, 7);
-    const report = (
-      await t.call("GET", `/v1/reports/compliance?month=${month}`, { key: quinn.apiKey })
-    ).json();
-    expect(report.erasures).toBe(1);
-
-    // Rebuilt read models: the same rows, "[erased]" written out, the address and name nowhere.
-    await t.service.housekeeper.stop();
-    await t.service.engine.waitFor(await t.service.store.headPosition(), 5000);
-    const before = await dumpReadModels(t.service.db);
-    await t.service.engine.stop();
-    for (const { name } of projections) await t.service.engine.rebuild(name, () => {});
-    const after = await dumpReadModels(t.service.db);
-    expect(after).toEqual(before);
-    const account = after.accounts?.find((row) => (row as { id: string }).id === erin.accountId);
-    expect(account).toMatchObject({ email: "[erased]", name: "[erased]" });
-    const dump = JSON.stringify(after).toLowerCase();
-    expect(dump).not.toContain(email.toLowerCase());
-    expect(dump).not.toContain(personName.toLowerCase());
-    await t.service.engine.start();
-    t.service.housekeeper.start();
-
-    // The files: the database's (after a checkpoint), file data and the outbox hold nothing of hers.
-    await t.service.db.raw("checkpoint");
-    expect(filesHolding(dataDir, email)).toEqual([]);
-    expect(filesHolding(dataDir, personName)).toEqual([]);
-    expect(filesHolding(dataDir, canary).length).toBeGreaterThan(0);
-    expect(readdirSync(join(dataDir, "outbox")).join("\n")).not.toContain(email.toLowerCase());
-
-    // Erasing again answers the first erasure, records nothing more.
-    const again = await t.call("POST", `/v1/admin/accounts/${erin.accountId}/erase`, { key: ADMIN_TOKEN });
-    expect(again.json().id).toBe(erased.json().id);
-
-    // The address is free again: a new account may take it, and it is a new person.
-    const reborn = await createAccount(t, email, "Someone Else");
-    expect(reborn.accountId).not.toBe(erin.accountId);
+    await eraseSenderAndRecipient(t);
   });
 
   it("erases a person without an account by e-mail address, and refuses a malformed one", async () => {
@@ -280,11 +307,26 @@ describe("erasure by crypto-shredding", () => {
     expect(list.transfers.find((x) => x.id === toHer.json().id)?.recipient).toBe("[erased]");
     const after = await t.call("GET", `/v1/transfers/${fromHer.json().id}/history`, { key: agents.apiKey });
     expect(after.json().entries[0].data.sender).toBe("[erased]");
-    await t.service.db.raw("checkpoint");
-    expect(filesHolding(t.service.config.dataDir, email)).toEqual([]);
+    const places = [t.service.config.dataDir, ...((await databaseFiles(t)) ?? [])];
+    expect(places.flatMap((dir) => filesHolding(dir, email))).toEqual([]);
     // A sign-up with the address is a new person.
     expect(
       (await t.call("POST", "/v1/auth/signup", { body: { email, password: PASSWORD } })).statusCode,
     ).toBe(201);
   });
 });
+
+describe.skipIf(!postgresServer)(
+  titled("erasure by crypto-shredding on PostgreSQL", postgresSkipReason),
+  () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ database: "postgres" });
+    });
+    afterAll(async () => t?.close());
+
+    it("leaves nothing readable in answers, read models, and the server's files for the database and its WAL", async () => {
+      await eraseSenderAndRecipient(t);
+    });
+  },
+);
