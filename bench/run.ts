@@ -17,6 +17,7 @@ const BENCHMARKS: Record<string, string> = {
   history: "bench/history.ts",
   client: "bench/client-transfer.ts",
   shield: "bench/shield.ts",
+  audit: "bench/audit.ts",
 };
 
 const named = process.argv.slice(2);

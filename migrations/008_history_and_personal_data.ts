@@ -33,10 +33,11 @@ export async function up(knex: Knex): Promise<void> {
       stream_id text not null,
       type text not null,
       at timestamptz not null,
-      actor jsonb not null,
-      data jsonb not null
+      actor json not null,
+      data json not null
     );
-    create index history_entries_by_stream on history_entries (stream_id, position);
+    create index history_entries_creations on history_entries (stream_id)
+      where type in ('AccountCreated', 'TransferCreated');
     create table history_index (
       subject text not null,
       position text not null,

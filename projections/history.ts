@@ -77,7 +77,7 @@ function ownSubjects(event: RecordedEvent): Subjects {
 }
 
 interface Pending {
-  entries: Record<string, unknown>[];
+  entries: { position: string; stream_id: string; type: string; at: string; actor: string; data: string }[];
   index: { subject: string; position: string }[];
   streams: { stream_id: string; subjects: string[] }[];
 }
@@ -132,13 +132,39 @@ async function knownStreams(trx: Knex.Transaction, events: RecordedEvent[]): Pro
   return known;
 }
 
+/**
+ * Inserts the pending rows, a table at a time, each column as one array parameter (`unnest`): one
+ * short statement however many rows, where a multi-row VALUES list would carry a parameter per
+ * field and cost more to parse and bind than to insert.
+ */
 async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
-  for (const [table, rows] of [
-    ["history_streams", pending.streams],
-    ["history_entries", pending.entries],
-    ["history_index", pending.index],
-  ] as const) {
-    for (let i = 0; i < rows.length; i += CHUNK) await trx(table).insert(rows.slice(i, i + CHUNK));
+  const column = <T, K extends keyof T>(rows: T[], key: K): T[K][] => rows.map((row) => row[key]);
+  if (pending.streams.length > 0) {
+    await trx.raw(
+      "insert into history_streams (stream_id, subjects) select s, string_to_array(j, ' ') from unnest(?::text[], ?::text[]) as t(s, j)",
+      [column(pending.streams, "stream_id"), pending.streams.map((row) => row.subjects.join(" "))],
+    );
+  }
+  if (pending.entries.length > 0) {
+    const e = pending.entries;
+    await trx.raw(
+      `insert into history_entries (position, stream_id, type, at, actor, data)
+         select * from unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::json[], ?::json[])`,
+      [
+        column(e, "position"),
+        column(e, "stream_id"),
+        column(e, "type"),
+        column(e, "at"),
+        column(e, "actor"),
+        column(e, "data"),
+      ],
+    );
+  }
+  if (pending.index.length > 0) {
+    await trx.raw(
+      "insert into history_index (subject, position) select * from unnest(?::text[], ?::text[])",
+      [column(pending.index, "subject"), column(pending.index, "position")],
+    );
   }
 }
 

@@ -9,7 +9,7 @@ export interface RebuildProgress {
   done: boolean;
 }
 
-const REBUILD_BATCH = 1000;
+const REBUILD_BATCH = 5000;
 /** Events read and applied per transaction while catching up; under load, concurrent requests share one. */
 const BATCH_SIZE = 500;
 

@@ -9,11 +9,11 @@ import { PRESIGNED_THRESHOLD, type SendOptions, send } from "./send.js";
 import type {
   Agent,
   AuditPage,
-  ComplianceReport,
-  HistoryEntry,
   BroadcastPage,
   BroadcastSeverity,
+  ComplianceReport,
   Connection,
+  HistoryEntry,
   InboxPage,
   Profile,
   ResolvedAgent,
@@ -201,7 +201,11 @@ export class HandoffClient {
   }
 
   private async entries(url: string): Promise<HistoryEntry[]> {
-    const answer = await this.transport.json<{ entries: HistoryEntry[] }>({ method: "GET", url, idempotent: true });
+    const answer = await this.transport.json<{ entries: HistoryEntry[] }>({
+      method: "GET",
+      url,
+      idempotent: true,
+    });
     return answer.entries;
   }
 
