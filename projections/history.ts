@@ -77,7 +77,7 @@ function ownSubjects(event: RecordedEvent): Subjects {
 }
 
 interface Pending {
-  entries: { position: string; stream_id: string; type: string; at: string; actor: string; data: string }[];
+  entries: { position: string; stream_id: string; type: string; at: string; actor: unknown; data: unknown }[];
   index: { subject: string; position: string }[];
   streams: { stream_id: string; subjects: string[] }[];
 }
@@ -100,13 +100,13 @@ async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[]): Pro
         stream_id: event.streamId,
         type: event.type,
         at: event.metadata.occurredAt,
-        actor: JSON.stringify({
+        actor: {
           kind: event.metadata.actorKind,
           account_id: event.metadata.accountId,
           agent_id: event.metadata.agentId,
           key_id: event.metadata.keyId,
-        }),
-        data: JSON.stringify(publicData(event.data)),
+        },
+        data: publicData(event.data),
       });
       for (const subject of subjects) pending.index.push({ subject, position: event.position });
     }
@@ -146,18 +146,10 @@ async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
     );
   }
   if (pending.entries.length > 0) {
-    const e = pending.entries;
+    // The entries as one JSON document: their data is JSON already, and goes in without escaping.
     await trx.raw(
-      `insert into history_entries (position, stream_id, type, at, actor, data)
-         select * from unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::json[], ?::json[])`,
-      [
-        column(e, "position"),
-        column(e, "stream_id"),
-        column(e, "type"),
-        column(e, "at"),
-        column(e, "actor"),
-        column(e, "data"),
-      ],
+      "insert into history_entries select * from json_populate_recordset(null::history_entries, ?::json)",
+      [JSON.stringify(pending.entries)],
     );
   }
   if (pending.index.length > 0) {
