@@ -96,8 +96,9 @@ describe.each([
       mode: "agent-to-human",
       recipient: "person@example.com",
       status: "pending_recipient",
-      is_encrypted: false,
-      files: [{ size: 11 }],
+      // The server encrypts it in the format of decisions 5.3: 24-byte header, 11 bytes, one tag.
+      is_encrypted: true,
+      files: [{ size: 24 + 11 + 16 }],
     });
   });
 

@@ -79,7 +79,7 @@ async function forPerson(
         "is_encrypted",
       );
     }
-    return { atRest: null, encryption: { ...encryption, recipientPublicKey: key.publicKey } };
+    return { atRest: null, encryption };
   }
   if (!contentKey) {
     throw validationError(
