@@ -36,8 +36,8 @@ export async function up(knex: Knex): Promise<void> {
       actor json not null,
       data json not null
     );
-    create index history_entries_creations on history_entries (stream_id)
-      where type in ('AccountCreated', 'TransferCreated');
+    create index history_entries_personal on history_entries (stream_id)
+      where type in ('AccountCreated', 'EmailVerificationRequested', 'TransferCreated');
     create table history_index (
       subject text not null,
       position text not null,

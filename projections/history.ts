@@ -166,9 +166,13 @@ async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
  * sealing existed would not, and a rebuilt row should say so in plain words too.
  */
 async function redact(trx: Knex.Transaction, event: RecordedEvent): Promise<void> {
+  const accountId = idOf(event.streamId);
   const targets =
     event.type === "AccountErased"
-      ? [{ streamId: streams.account(idOf(event.streamId)), type: "AccountCreated" }]
+      ? [
+          { streamId: streams.account(accountId), type: "AccountCreated" },
+          { streamId: streams.human(accountId), type: "EmailVerificationRequested" },
+        ]
       : (event.data as ErasureEvent["data"]).transferIds.map((id) => ({
           streamId: streams.transfer(id),
           type: "TransferCreated",

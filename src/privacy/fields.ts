@@ -1,18 +1,16 @@
+import { PERSONAL_DATA_FIELDS } from "../../domain/personal-data.js";
+
 /**
- * Where personal data sits in events (decisions 6.5), named once: the fields sealed under a
- * person's data key, and the ones an erasure writes "[erased]" over in read models.
+ * The fields of one event that name a person (decisions 6.5), from the list in
+ * domain/personal-data.ts: a transfer's sender and recipient name a person only on the human side
+ * of its mode (agent-to-human: the recipient; human-to-agent: the sender); the others are agents.
  */
 export function personalFields(type: string, data: Record<string, unknown>): string[] {
-  switch (type) {
-    case "AccountCreated":
-      return ["email", "name"];
-    case "TransferCreated":
-      if (data.mode === "agent-to-human") return ["recipient"];
-      if (data.mode === "human-to-agent") return ["sender"];
-      return [];
-    default:
-      return [];
-  }
+  const fields = PERSONAL_DATA_FIELDS[type] ?? [];
+  if (type !== "TransferCreated") return [...fields];
+  const human =
+    data.mode === "agent-to-human" ? "recipient" : data.mode === "human-to-agent" ? "sender" : null;
+  return fields.filter((field) => field === human);
 }
 
 /** Field names that hold a secret or key material, wherever they appear in an event. */

@@ -307,6 +307,11 @@ describe("erasure by crypto-shredding", () => {
     expect(list.transfers.find((x) => x.id === toHer.json().id)?.recipient).toBe("[erased]");
     const after = await t.call("GET", `/v1/transfers/${fromHer.json().id}/history`, { key: agents.apiKey });
     expect(after.json().entries[0].data.sender).toBe("[erased]");
+    await t.service.engine.waitFor(await t.service.store.headPosition(), 5000);
+    const models = JSON.stringify(await dumpReadModels(t.service.db)).toLowerCase();
+    expect(models).not.toContain(email.toLowerCase());
+    const verification = await t.service.db("history_entries").where({ type: "EmailVerificationRequested" });
+    expect(verification.some((row) => row.data.email === "[erased]")).toBe(true);
     const places = [t.service.config.dataDir, ...((await databaseFiles(t)) ?? [])];
     expect(places.flatMap((dir) => filesHolding(dir, email))).toEqual([]);
     // A sign-up with the address is a new person.
