@@ -1,6 +1,5 @@
-import type { AccountEvent } from "../domain/account.js";
 import type { ApiKeyEvent } from "../domain/api-key.js";
-import { categoryProjection, type Projection } from "./projection.js";
+import { categoryProjection, endedOnErasure } from "./projection.js";
 
 const keyLives = categoryProjection<ApiKeyEvent>({
   name: "api_keys",
@@ -28,19 +27,5 @@ const keyLives = categoryProjection<ApiKeyEvent>({
   },
 });
 
-/** An erased account's keys stop working at once (decisions 6.5): all of them read as revoked. */
-export const apiKeysProjection: Projection = {
-  name: keyLives.name,
-  tables: keyLives.tables,
-  async apply(trx, recorded) {
-    if (recorded.type === "AccountErased") {
-      const { accountId, at } = recorded.data as Extract<AccountEvent, { type: "AccountErased" }>["data"];
-      await trx("api_keys")
-        .where({ account_id: accountId })
-        .whereNull("revoked_at")
-        .update({ revoked_at: at });
-      return;
-    }
-    await keyLives.apply(trx, recorded);
-  },
-};
+/** An erased account's keys all read as revoked from the erasure on. */
+export const apiKeysProjection = endedOnErasure(keyLives, "api_keys", "revoked_at");

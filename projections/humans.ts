@@ -1,7 +1,6 @@
-import type { AccountEvent } from "../domain/account.js";
 import type { HumanEvent } from "../domain/human.js";
 import type { SessionEvent } from "../domain/session.js";
-import { categoryProjection, type Projection } from "./projection.js";
+import { categoryProjection, endedOnErasure } from "./projection.js";
 
 /** A person's verification and receiving key, by account: read by resolve, sends and sessions. */
 export const humansProjection = categoryProjection<HumanEvent>({
@@ -53,16 +52,5 @@ const sessionLives = categoryProjection<SessionEvent>({
   },
 });
 
-/** An erased person's sessions end with the erasure (decisions 6.5): the next request is 401. */
-export const sessionsProjection: Projection = {
-  name: sessionLives.name,
-  tables: sessionLives.tables,
-  async apply(trx, recorded) {
-    if (recorded.type === "AccountErased") {
-      const { accountId, at } = recorded.data as Extract<AccountEvent, { type: "AccountErased" }>["data"];
-      await trx("sessions").where({ account_id: accountId }).whereNull("ended_at").update({ ended_at: at });
-      return;
-    }
-    await sessionLives.apply(trx, recorded);
-  },
-};
+/** An erased person's sessions end with the erasure: the next request with one is 401. */
+export const sessionsProjection = endedOnErasure(sessionLives, "sessions", "ended_at");
