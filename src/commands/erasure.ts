@@ -128,8 +128,10 @@ async function erase(deps: ErasureDeps, subject: Subject, actor: Actor): Promise
   }
   await deps.settle(position);
   // Values written in clear before sealing were overwritten in place: have PostgreSQL drop the old
-  // row versions instead of leaving them in its files until autovacuum gets there.
-  await deps.db.raw("vacuum accounts, transfers, history_entries");
+  // row versions instead of leaving them in its files until autovacuum gets there. Sealed values
+  // need nothing of the kind: without the key their old versions are as unreadable as the new.
+  const clear = !subject.personId || transfers.some((t) => !t.recipient_person_id && !t.sender_person_id);
+  if (clear) await deps.db.raw("vacuum accounts, transfers, history_entries");
   return { erasureId, accountId: subject.accountId, transfers: transfers.length, erasedAt };
 }
 
@@ -144,6 +146,8 @@ interface NamingTransfer {
   id: string;
   sender_account_id: string;
   recipient_account_id: string | null;
+  recipient_person_id: string | null;
+  sender_person_id: string | null;
 }
 
 /**
@@ -175,5 +179,5 @@ async function namingTransfers(
       }
     })
     .orderBy("created_position")
-    .select("id", "sender_account_id", "recipient_account_id");
+    .select("id", "sender_account_id", "recipient_account_id", "recipient_person_id", "sender_person_id");
 }
