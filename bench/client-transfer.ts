@@ -7,26 +7,31 @@
  *
  *   npm run build && node --import tsx bench/client-transfer.ts
  *
- * Environment: BENCH_CLIENT_SIZE_MIB (default 1024), BENCH_CLIENT_RUNS (default 2: best of).
+ * Environment: BENCH_CLIENT_SIZE_MIB (default 1024), BENCH_CLIENT_RUNS (default 2: best of),
+ * BENCH_CLIENT_NODE_ARGS (node flags for the client processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  * Targets (issue 8): peak RSS <= 150 MB per process; encrypted >= 70 % of plain throughput.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { createWriteStream, existsSync, rmSync, statSync } from "node:fs";
+import { createWriteStream, rmSync, statSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import {
-  createAccount,
+  type ClientBench,
+  type ClientRun,
+  describeRun,
+  mbText,
+  RSS_LIMIT_KB,
+  requireTime,
+  startClientBench,
+  timedHandoff,
+} from "./client-process.js";
+import {
   guard,
   loadAverage,
   MiB,
   mibPerSecond,
   pad,
   patternSource,
-  ROOT,
-  type ServerChild,
-  startHandoff,
   syncDisks,
   tempRoot,
   verdict,
@@ -34,44 +39,7 @@ import {
 
 const SIZE = Number(process.env.BENCH_CLIENT_SIZE_MIB ?? 1024) * MiB;
 const RUNS = Number(process.env.BENCH_CLIENT_RUNS ?? 2);
-const RSS_LIMIT_KB = (150 * 1000 * 1000) / 1024;
 const RATIO_TARGET = 0.7;
-const TIME = "/usr/bin/time";
-
-interface ClientRun {
-  ms: number;
-  peakKb: number;
-  cpuSeconds: number;
-  stdout: string;
-}
-
-/** `handoff ARGS` from dist under /usr/bin/time: wall time, the kernel's peak RSS and CPU time. */
-async function timedHandoff(args: string[], env: Record<string, string>): Promise<ClientRun> {
-  const child = spawn(TIME, ["-f", "BENCH-TIME %M %U %S", process.execPath, "dist/src/cli.js", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString("utf8");
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString("utf8");
-  });
-  const start = performance.now();
-  const [code] = (await once(child, "close")) as [number | null];
-  const ms = performance.now() - start;
-  const figures = /BENCH-TIME (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
-  if (code !== 0 || !figures) throw new Error(`handoff ${args[0]} ended with ${code}: ${stderr.trim()}`);
-  return {
-    ms,
-    peakKb: Number(figures[1]),
-    cpuSeconds: Number(figures[2]) + Number(figures[3]),
-    stdout,
-  };
-}
 
 interface Pair {
   send: ClientRun;
@@ -80,20 +48,16 @@ interface Pair {
 
 async function main(): Promise<void> {
   guard(9 * 60 * 1000, "client-transfer");
-  if (!existsSync(TIME)) throw new Error(`${TIME} is needed for the peak RSS of the client processes`);
+  requireTime();
   const temp = tempRoot("handoff-bench-client");
   console.log(
     `# client transfer: handoff send + handoff receive of ${SIZE / MiB} MiB, encrypted and --plain, best of ` +
       `${RUNS}; node ${process.version}, ${cpus().length} CPUs, load average ${loadAverage()}`,
   );
-  let server: ServerChild | null = null;
+  let bench: ClientBench | null = null;
   try {
-    server = await startHandoff({ dataDir: join(temp.dir, "server") });
-    const account = await createAccount(server.baseUrl, "bench-client@example.com", "scale");
-    const env = { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey };
-    const identity = (slug: string) => join(temp.dir, `${slug}.json`);
-    for (const slug of ["bench-sender", "bench-receiver"])
-      await timedHandoff(["identity", "new", "--agent", slug, "--out", identity(slug)], env);
+    bench = await startClientBench(temp.dir, "bench");
+    const { env, sender, receiver, server } = bench;
 
     const source = join(temp.dir, "payload.bin");
     await pipeline(patternSource(SIZE), createWriteStream(source));
@@ -104,7 +68,7 @@ async function main(): Promise<void> {
         [
           "send",
           "--identity",
-          identity("bench-sender"),
+          sender.identity,
           "--to",
           "bench-receiver",
           ...(mode === "plain" ? ["--plain"] : []),
@@ -116,15 +80,15 @@ async function main(): Promise<void> {
       const outDir = join(temp.dir, `out-${mode}-${run}`);
       syncDisks();
       const receive = await timedHandoff(
-        ["receive", id, "--identity", identity("bench-receiver"), "--out", outDir],
+        ["receive", id, "--identity", receiver.identity, "--out", outDir],
         env,
       );
       const written = statSync(join(outDir, "payload.bin")).size;
       if (written !== SIZE) throw new Error(`${mode}: received ${written} of ${SIZE} bytes`);
       rmSync(outDir, { recursive: true, force: true });
-      await fetch(`${server?.baseUrl}/v1/transfers/${id}`, {
+      await fetch(`${server.baseUrl}/v1/transfers/${id}`, {
         method: "DELETE",
-        headers: { authorization: `Bearer ${account.apiKey}` },
+        headers: { authorization: `Bearer ${env.HANDOFF_API_KEY}` },
       });
       return { send, receive };
     };
@@ -133,7 +97,11 @@ async function main(): Promise<void> {
     await transfer("encrypted", 0);
     const runs = { encrypted: [] as Pair[], plain: [] as Pair[] };
     for (let run = 1; run <= RUNS; run++) {
-      for (const mode of ["plain", "encrypted"] as const) {
+      // Alternating which goes first: the page cache a receive writes into is warm or cold on this
+      // VM depending on what freed memory just before (seen as 0.6 against 2.5 s of system time for
+      // the same receive), and a fixed order handed one mode the warm side every time.
+      const order = run % 2 === 1 ? (["plain", "encrypted"] as const) : (["encrypted", "plain"] as const);
+      for (const mode of order) {
         const pair = await transfer(mode, run);
         runs[mode].push(pair);
         console.log(
@@ -165,16 +133,11 @@ async function main(): Promise<void> {
     console.log(`  peak RSS of every client process <= 150 MB: ${verdict(rssMet)}`);
     console.log(`load average at the end: ${loadAverage()}`);
   } finally {
-    await server?.stop();
+    await bench?.server.stop();
     temp.cleanup();
   }
 }
 
-/** Megabytes (10^6 bytes), the unit of the 150 MB target. */
-const mbText = (kb: number) => `${pad(((kb * 1024) / 1e6).toFixed(0), 4)} MB`;
-
-const describe = (run: ClientRun) =>
-  `${(run.ms / 1000).toFixed(2)} s ${mibPerSecond(SIZE, run.ms).toFixed(0)} MiB/s, peak RSS ${mbText(run.peakKb).trim()}, ` +
-  `CPU ${run.cpuSeconds.toFixed(2)} s`;
+const describe = (run: ClientRun) => describeRun(run, SIZE);
 
 await main();

@@ -3,7 +3,7 @@
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
  *
  *   npm run bench                      every benchmark
- *   npm run bench -- small history     only those named (upload, small, history)
+ *   npm run bench -- small history     only those named (upload, small, history, client, shield, shield-loop)
  *
  * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
@@ -16,7 +16,9 @@ const BENCHMARKS: Record<string, string> = {
   small: "bench/small-transfers.ts",
   history: "bench/history.ts",
   client: "bench/client-transfer.ts",
-  shield: "bench/shield.ts",
+  shield: "bench/shield-receive.ts",
+  "shield-loop": "bench/shield.ts",
+  web: "bench/web-app.ts",
   audit: "bench/audit.ts",
 };
 

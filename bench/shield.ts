@@ -3,14 +3,17 @@
  * decisions 5.3) and written to a temporary file, with the scanner at `standard` observing every record,
  * against the same loop with `off`, in the same process. Prints figures; it is not a timed test.
  *
- *   npm run build && node --import tsx bench/shield.ts            # 1 GiB per file
+ *   npm run bench -- shield-loop                                  # 1 GiB per file
  *   SHIELD_BENCH_MIB=256 node --conditions=source --import tsx bench/shield.ts
+ *
+ * The target (issue 13) is measured end to end, on the real `handoff receive`, by shield-receive.ts.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileScan, type ShieldLevel } from "@handoff/sdk";
+import { prose } from "./support.js";
 
 const RECORD = 65536;
 const MIB = Number(process.env.SHIELD_BENCH_MIB ?? 1024);
@@ -31,20 +34,8 @@ function encrypt(plaintext: Buffer, index: number): Record {
   return { nonce, ciphertext, tag: cipher.getAuthTag() };
 }
 
-const words =
-  "the report lists quarterly figures for each region while agents follow the previous instructions in the " +
-  "manual and the system prompts you for a PIN before any transfer starts or ends today".split(" ");
-
-function prose(seed: number): Buffer {
-  let text = "";
-  for (let i = seed; text.length < RECORD; i = (i * 1103515245 + 12345) >>> 0) {
-    text += words[(i >>> 16) % words.length] + (i % 11 === 0 ? ".\r\n" : " ");
-  }
-  return Buffer.from(text.slice(0, RECORD), "latin1");
-}
-
 /** Sixteen distinct records of each kind, cycled: enough variety that nothing is cached by content. */
-const textRecords = Array.from({ length: 16 }, (_, i) => encrypt(prose(i + 1), i));
+const textRecords = Array.from({ length: 16 }, (_, i) => encrypt(prose(RECORD, i + 1), i));
 const binaryRecords = Array.from({ length: 16 }, (_, i) => encrypt(randomBytes(RECORD), i));
 
 const scenarios: { [name: string]: (i: number) => Record } = {

@@ -43,12 +43,13 @@ export async function load<State, Event extends DomainEvent>(
 /** A stream that grows with use, loaded from its latest snapshot (`kind`: the state's shape). */
 export interface Snapshotted<State> extends Loaded<State> {
   kind: string;
-  snapshotRevision: number | null;
 }
 
-/** How many events may follow a snapshot before the next command takes a new one. */
-const SNAPSHOT_EVERY = 50;
-
+/**
+ * Folds a stream from its latest snapshot and the events after it, and keeps the state it reached
+ * (an account's stream gains an event with every API key without being loaded this way, so a load
+ * may be the first to see 50 new events).
+ */
 export async function loadSnapshotted<State, Event extends DomainEvent>(
   deps: Pick<CommandDeps, "store" | "snapshots">,
   decider: Evolving<State, Event>,
@@ -61,33 +62,11 @@ export async function loadSnapshotted<State, Event extends DomainEvent>(
     .map(asEvent<Event>)
     .reduce(decider.evolve, snapshot?.state ?? decider.initialState());
   const last = recorded.at(-1)?.revision ?? snapshot?.revision;
-  return {
-    streamId,
-    state,
-    expected: last ?? NO_STREAM,
-    kind,
-    snapshotRevision: snapshot?.revision ?? null,
-  };
+  if (last !== undefined) await deps.snapshots.keep(streamId, kind, { revision: last, state });
+  return { streamId, state, expected: last ?? NO_STREAM, kind };
 }
 
-/**
- * Stores the state as loaded when SNAPSHOT_EVERY events have followed the last snapshot: after a
- * load, for streams other commands append to without snapshotting (an account's stream gains an
- * event with every API key), and after an append (keepSnapshot). A failure here costs nothing but
- * a longer fold next time.
- */
-export async function refreshSnapshot<State>(
-  deps: Pick<CommandDeps, "snapshots">,
-  loaded: Snapshotted<State>,
-): Promise<void> {
-  if (typeof loaded.expected !== "number") return;
-  if (loaded.expected - (loaded.snapshotRevision ?? -1) < SNAPSHOT_EVERY) return;
-  await deps.snapshots
-    .write(loaded.streamId, loaded.kind, { revision: loaded.expected, state: loaded.state })
-    .catch(() => {});
-}
-
-/** After an append to a snapshotted stream: refreshes its snapshot with the state it now has. */
+/** After an append to a snapshotted stream: keeps the state it now has. */
 export async function keepSnapshot<State, Event extends DomainEvent>(
   deps: Pick<CommandDeps, "snapshots">,
   decider: Evolving<State, Event>,
@@ -96,11 +75,8 @@ export async function keepSnapshot<State, Event extends DomainEvent>(
 ): Promise<void> {
   if (events.length === 0) return;
   const revision = (typeof loaded.expected === "number" ? loaded.expected : -1) + events.length;
-  await refreshSnapshot(deps, {
-    ...loaded,
-    expected: revision,
-    state: events.reduce(decider.evolve, loaded.state),
-  });
+  const state = events.reduce(decider.evolve, loaded.state);
+  await deps.snapshots.keep(loaded.streamId, loaded.kind, { revision, state });
 }
 
 /** Who caused a change: recorded in every event's metadata for audits. */

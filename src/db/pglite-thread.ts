@@ -7,6 +7,26 @@ interface Reply {
 }
 
 /**
+ * PostgreSQL's own setting is 128 MB of shared buffers, all of it resident in PGlite's WebAssembly
+ * memory once touched. An embedded Handoff's working set (the newest events, the live transfers) is
+ * far smaller; 32 MB keeps it cached and the process within its memory budget.
+ */
+const EMBEDDED_SETTINGS = ["shared_buffers = 16MB"];
+
+/**
+ * Creates a new data directory (initdb) in a short-lived child process: initdb grows PGlite's
+ * WebAssembly memory to about 700 MB, which a process never gives back, so done in the server it
+ * would stay resident for the server's whole life.
+ */
+const INITDB_SOURCE = `
+const [pglite, directory] = process.argv.slice(1);
+const { PGlite } = await import(pglite);
+const db = new PGlite(directory);
+await db.waitReady;
+await db.close();
+`;
+
+/**
  * The worker's code: PGlite's WebAssembly runs there, so its work no longer takes turns with HTTP
  * parsing, JSON and file streaming on the server's event loop. Messages are handled in order and
  * PGlite runs one statement at a time. Kept as source text (evaluated) so it runs the same from the
@@ -15,9 +35,19 @@ interface Reply {
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
+const { spawnSync } = require("node:child_process");
+const { existsSync } = require("node:fs");
+const { join } = require("node:path");
 (async () => {
-  const { PGlite } = await import(workerData.pglite);
-  const db = new PGlite(workerData.directory ?? undefined);
+  const { directory, pglite, initdb, settings } = workerData;
+  if (directory && !existsSync(join(directory, "PG_VERSION"))) {
+    const made = spawnSync(process.execPath, ["--input-type=module", "-e", initdb, pglite, directory], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    if (made.status !== 0) throw new Error("initialising the database failed: " + made.stderr);
+  }
+  const { PGlite } = await import(pglite);
+  const db = new PGlite(directory ?? undefined, { postgresqlconf: settings });
   parentPort.on("message", async (message) => {
     try {
       const result = message.kind === "close" ? await db.close() : await db.query(message.sql, message.params);
@@ -47,7 +77,12 @@ export class PGliteThread {
   constructor(directory: string | null) {
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { directory, pglite: import.meta.resolve("@electric-sql/pglite") },
+      workerData: {
+        directory,
+        pglite: import.meta.resolve("@electric-sql/pglite"),
+        initdb: INITDB_SOURCE,
+        settings: EMBEDDED_SETTINGS,
+      },
     });
     this.waitReady = new Promise((resolve, reject) => this.pending.set(0, { resolve, reject })).then(
       () => {},

@@ -1,20 +1,28 @@
 import type { Position, RecordedEvent, SubscribeOptions, Subscription } from "./port.js";
 
 /**
- * Wakes sleepers when this process appends, so local subscribers react at once instead of
- * waiting for their next poll. Appends by other processes are found by the poll.
+ * Wakes sleepers when this process appends (or, on PostgreSQL, hears of another's), so
+ * subscribers react at once instead of waiting for their next poll. Each notice moves a
+ * generation, so a subscriber busy with a batch when an append is announced still learns of it.
  */
 export class AppendSignal {
   private waiters = new Set<() => void>();
+  /** How many appends were announced so far. */
+  generation = 0;
 
   notify(): void {
+    this.generation++;
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake();
   }
 
-  /** Resolves true on the next notify, or false after `ms`, whichever comes first. */
-  wait(ms: number): Promise<boolean> {
+  /**
+   * Resolves true on the next notify (at once when one came after generation `since`), or false
+   * after `ms`, whichever comes first.
+   */
+  wait(ms: number, since = this.generation): Promise<boolean> {
+    if (this.generation > since) return Promise.resolve(true);
     return new Promise((resolve) => {
       const wake = (woken: boolean) => {
         clearTimeout(timer);
@@ -54,20 +62,22 @@ export function pollingSubscription(
     let eager = 0;
     while (running) {
       try {
+        // Appends announced from here on may be missing from this read.
+        const announced = signal.generation;
         const batch = await readAll(position, batchSize);
         if (!running) break;
-        if (batch.length === 0) {
-          if (eager > 0) {
-            eager--;
-            await new Promise((resolve) => setTimeout(resolve, EAGER_REREAD_MS));
-          } else if (await signal.wait(idlePollMs)) {
-            eager = EAGER_REREADS;
-          }
+        if (batch.length > 0) {
+          eager = 0;
+          await options.handle(batch);
+          position = batch[batch.length - 1]?.position ?? position;
+          // A full batch means more is waiting; otherwise read again only once told of an append.
+          if (batch.length === batchSize) continue;
+        } else if (eager > 0) {
+          eager--;
+          await new Promise((resolve) => setTimeout(resolve, EAGER_REREAD_MS));
           continue;
         }
-        eager = 0;
-        await options.handle(batch);
-        position = batch[batch.length - 1]?.position ?? position;
+        if (await signal.wait(idlePollMs, announced)) eager = EAGER_REREADS;
       } catch (error) {
         if (!running) break;
         options.onError?.(error);

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import pg from "pg";
 import type { AppendSignal } from "./catch-up.js";
 
@@ -6,10 +7,14 @@ export const APPEND_CHANNEL = "handoff_events";
 const RECONNECT_MS = 1000;
 
 /**
- * LISTENs on its own connection and wakes `signal` on each append by any process. A lost connection
- * is re-opened; meanwhile subscribers fall back to their idle poll, so nothing is missed, only later.
+ * LISTENs on its own connection and wakes `signal` on each append by another process (each append
+ * names its instance in the notification; this process's own appends wake it directly). A lost
+ * connection is re-opened; meanwhile subscribers fall back to their idle poll, so nothing is
+ * missed, only later.
  */
 export class AppendListener {
+  /** Names this process in the notifications of its appends. */
+  readonly instanceId = randomUUID();
   private client: pg.Client | null = null;
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
@@ -21,7 +26,9 @@ export class AppendListener {
 
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url });
-    client.on("notification", () => this.signal.notify());
+    client.on("notification", ({ payload }) => {
+      if (payload !== this.instanceId) this.signal.notify();
+    });
     client.on("error", () => this.reconnect(client));
     client.on("end", () => this.reconnect(client));
     try {

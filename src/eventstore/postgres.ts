@@ -166,13 +166,8 @@ export class PostgresEventStore implements EventStore {
 
   private async commit(appends: StreamAppend[]): Promise<AppendResult[]> {
     try {
-      const results = await this.db.transaction(async (trx) => {
-        const out: AppendResult[] = [];
-        for (const append of appends) out.push(await appendInTransaction(trx, append));
-        // Delivered when the transaction commits, to every process that listens.
-        if (this.listener) await trx.raw("select pg_notify(?, '')", [APPEND_CHANNEL]);
-        return out;
-      });
+      // Delivered when the statement commits, to every process that listens.
+      const results = await appendWith(this.db, appends, this.listener);
       this.signal.notify();
       countAppended(appends);
       return results;
@@ -202,65 +197,62 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
-export async function appendInTransaction(
-  trx: Knex.Transaction,
-  append: StreamAppend,
-): Promise<AppendResult> {
-  const { streamId, expected, events } = append;
-  if (events.length === 0) throw new Error(`empty append to ${streamId}`);
-  const lastRevision = await advanceStream(trx, streamId, expected, events.length);
-  const firstRevision = lastRevision - events.length + 1;
-  const rows = events.map((event, index) => ({
-    event_id: event.eventId,
-    stream_id: streamId,
-    revision: firstRevision + index,
-    type: event.type,
-    data: JSON.stringify(event.data),
-    metadata: JSON.stringify(event.metadata),
-  }));
-  const inserted = await trx("events")
-    .insert(rows)
-    .returning(["global_position", trx.raw("transaction_id::text as transaction_id")]);
-  const last = inserted[inserted.length - 1] as { global_position: string | number; transaction_id: string };
-  return { revision: lastRevision, position: encodePosition(last.transaction_id, last.global_position) };
+/** How `handoff_append` (migrations/008_append_function.ts) names an expected version. */
+function expectedCode(expected: ExpectedVersion): number {
+  if (expected === NO_STREAM) return -1;
+  if (expected === ANY) return -2;
+  return expected;
 }
 
+/** The SQLSTATE `handoff_append` raises when a stream is not at its expected revision. */
+const WRONG_EXPECTED_VERSION = "HV409";
+
 /**
- * Moves the stream's revision forward by `count` under the expected-version rule and returns the
- * new last revision. Row locks make a concurrent writer wait for the first to commit, then re-check:
- * a create-only append to a stream another writer just created is rejected, never merged.
+ * Appends to every stream in one statement (one round trip): expected versions are checked on the
+ * `event_streams` rows, whose row locks make a concurrent writer wait for the first to commit and
+ * then re-check, so a create-only append to a stream another writer just created is rejected,
+ * never merged. On a transaction (`db` may be one) the append commits with it.
  */
-async function advanceStream(
-  trx: Knex.Transaction,
-  streamId: string,
-  expected: ExpectedVersion,
-  count: number,
-): Promise<number> {
-  let result: { rows: { revision: string | number }[] };
-  if (expected === NO_STREAM) {
-    result = await trx.raw(
-      "insert into event_streams (stream_id, revision) values (?, ?) on conflict do nothing returning revision",
-      [streamId, count - 1],
-    );
-  } else if (expected === ANY) {
-    result = await trx.raw(
-      `insert into event_streams (stream_id, revision) values (?, ?)
-         on conflict (stream_id) do update set revision = event_streams.revision + ?
-         returning revision`,
-      [streamId, count - 1, count],
-    );
-  } else {
-    result = await trx.raw(
-      "update event_streams set revision = revision + ? where stream_id = ? and revision = ? returning revision",
-      [count, streamId, expected],
-    );
+export async function appendWith(
+  db: Knex | Knex.Transaction,
+  appends: StreamAppend[],
+  listener: AppendListener | null = null,
+): Promise<AppendResult[]> {
+  const payload = appends.map(({ streamId, expected, events }) => {
+    if (events.length === 0) throw new Error(`empty append to ${streamId}`);
+    return {
+      stream_id: streamId,
+      expected: expectedCode(expected),
+      events: events.map((event) => ({
+        event_id: event.eventId,
+        type: event.type,
+        data: event.data,
+        metadata: event.metadata,
+      })),
+    };
+  });
+  try {
+    const result = await db.raw<{
+      rows: { last_revision: string | number; transaction_text: string; last_position: string | number }[];
+    }>("select * from handoff_append(?::jsonb, ?, ?)", [
+      JSON.stringify(payload),
+      listener ? APPEND_CHANNEL : null,
+      listener?.instanceId ?? null,
+    ]);
+    return result.rows.map((row) => ({
+      revision: Number(row.last_revision),
+      position: encodePosition(row.transaction_text, row.last_position),
+    }));
+  } catch (error) {
+    throw wrongExpectedVersion(error, appends) ?? error;
   }
-  const row = result.rows[0];
-  if (row) return Number(row.revision);
-  const actual = await trx.raw<{ rows: { revision: string | number }[] }>(
-    "select revision from event_streams where stream_id = ?",
-    [streamId],
-  );
-  const current = actual.rows[0];
-  throw new WrongExpectedVersionError(streamId, expected, current ? Number(current.revision) : null);
+}
+
+/** The WrongExpectedVersionError a refused append stands for, or null for any other failure. */
+function wrongExpectedVersion(error: unknown, appends: StreamAppend[]): WrongExpectedVersionError | null {
+  const { code, detail } = (error ?? {}) as { code?: string; detail?: string };
+  if (code !== WRONG_EXPECTED_VERSION || !detail) return null;
+  const refused = JSON.parse(detail) as { stream_id: string; actual: number | null };
+  const append = appends.find((a) => a.streamId === refused.stream_id);
+  return new WrongExpectedVersionError(refused.stream_id, append?.expected ?? ANY, refused.actual);
 }

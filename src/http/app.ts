@@ -26,6 +26,7 @@ import { humanRoutes } from "./routes/humans.js";
 import { profileRoutes } from "./routes/profile.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { registerSlowBodyGuard } from "./slow-bodies.js";
+import { defaultWebRoot, objectStoreOrigins, registerWebApp } from "./web-app.js";
 
 /** How long a write waits for its read models before answering anyway. */
 const SETTLE_TIMEOUT_MS = 5000;
@@ -34,6 +35,8 @@ export interface AppOptions {
   logger?: boolean;
   /** Shorter time limits for tests; the defaults are TIME_LIMITS. */
   timeLimits?: TimeLimits;
+  /** The built web app; default dist/web. */
+  webRoot?: string;
 }
 
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -122,5 +125,9 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(historyRoutes(context));
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   if (service.config.adminToken) await app.register(adminRoutes(context));
+  await registerWebApp(app, {
+    root: options.webRoot ?? defaultWebRoot(),
+    connectOrigins: objectStoreOrigins(service.config.s3),
+  });
   return app;
 }

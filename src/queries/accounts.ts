@@ -62,3 +62,12 @@ export async function findApiKey(db: Knex, id: string): Promise<ApiKeyRow | unde
     .where({ id })
     .first();
 }
+
+/** The account's keys still in use, oldest first (revoked ones stay in the history only). */
+export async function listApiKeys(db: Knex, accountId: string): Promise<ApiKeyRow[]> {
+  return db<ApiKeyRow>("api_keys")
+    .select("id", "account_id", "name", "created_at", "revoked_at")
+    .where({ account_id: accountId })
+    .whereNull("revoked_at")
+    .orderBy([{ column: "created_at" }, { column: "id" }]);
+}

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upcastMetadata } from "../../src/eventstore/metadata.js";
 import type { EventToAppend, RecordedEvent } from "../../src/eventstore/port.js";
-import { appendInTransaction, PostgresEventStore } from "../../src/eventstore/postgres.js";
+import { appendWith, PostgresEventStore } from "../../src/eventstore/postgres.js";
 import {
   migratedDatabase,
   postgresServer,
@@ -46,11 +46,13 @@ describe.skipIf(!postgresServer)(titled("out-of-order commits on PostgreSQL", po
     try {
       const slow = await database.db.transaction();
       // The slow writer takes the lower global position first...
-      await appendInTransaction(slow, {
-        streamId: `slow-${randomUUID()}`,
-        expected: "no_stream",
-        events: [event("Slow")],
-      });
+      await appendWith(slow, [
+        {
+          streamId: `slow-${randomUUID()}`,
+          expected: "no_stream",
+          events: [event("Slow")],
+        },
+      ]);
       // ...then a fast writer takes a higher one and commits first.
       await store.append(`fast-${randomUUID()}`, "no_stream", [event("Fast")]);
 

@@ -229,3 +229,30 @@ describe("DELETE /v1/accounts/{account_id}/api-keys/{key_id}", () => {
     expect(await works(apiKey)).toBe(true);
   });
 });
+
+describe("GET /v1/api-keys", () => {
+  it("lists the account's keys in use, oldest first, without the keys themselves; revoked keys drop out", async () => {
+    const { apiKey, accountId, keyId } = await t.newAccount("builder");
+    const other = await t.newAccount();
+    const second = (await createKey(apiKey, { name: "deploy" })).json() as IssuedKey;
+    const list = async () => (await t.call("GET", "/v1/api-keys", { key: apiKey })).json().api_keys;
+
+    const listed = await list();
+    expect(listed.map((k: IssuedKey) => [k.id, k.name])).toEqual([
+      [keyId, expect.any(String)],
+      [second.id, "deploy"],
+    ]);
+    expect(Object.keys(listed[1]).sort()).toEqual(["created_at", "id", "name"]);
+    expect(JSON.stringify(listed)).not.toContain("hnd_");
+
+    expect((await revoke(apiKey, accountId, second.id)).statusCode).toBe(200);
+    expect((await list()).map((k: IssuedKey) => k.id)).toEqual([keyId]);
+    // Another account sees only its own.
+    const theirs = (await t.call("GET", "/v1/api-keys", { key: other.apiKey })).json().api_keys;
+    expect(theirs.map((k: IssuedKey) => k.id)).toEqual([other.keyId]);
+  });
+
+  it("401 without credentials", async () => {
+    expectError(await t.call("GET", "/v1/api-keys"), 401, "UNAUTHORIZED");
+  });
+});

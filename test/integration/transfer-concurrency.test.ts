@@ -60,8 +60,8 @@ async function countingConflicts<T>(
     }
   };
   if (holdReadsMs > 0) {
-    store.readStream = async (streamId) => {
-      const events = await readStream.call(store, streamId);
+    store.readStream = async (streamId, fromRevision) => {
+      const events = await readStream.call(store, streamId, fromRevision);
       await delay(holdReadsMs);
       return events;
     };
@@ -82,7 +82,14 @@ async function countingConflicts<T>(
  */
 async function asSeparateProcesses<T>(t: TestApp, run: () => Promise<T>): Promise<T> {
   const lock = t.service.transferDeps.streamLock;
-  t.service.transferDeps.streamLock = { run: (_stream, work) => work() };
+  t.service.transferDeps.streamLock = {
+    run: (_stream, work) => work(),
+    together: async (_stream, item, decideAll) => {
+      const [outcome] = await decideAll([item]);
+      if (!outcome?.ok) throw outcome?.error;
+      return outcome.value;
+    },
+  };
   try {
     return await run();
   } finally {

@@ -10,8 +10,9 @@ export {
 } from "./errors.js";
 export { createIdentity, type Identity, loadIdentity, saveIdentity } from "./identity.js";
 export type { ListenOptions } from "./listen.js";
+export { nodeAesGcm } from "./node-aes-gcm.js";
 export { defaultPinsPath } from "./pins.js";
-export { plainSizeOf, type ReceivedFile, type ReceiveOptions, type ReceiveResult } from "./receive.js";
+export type { ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
 export { PRESIGNED_THRESHOLD, type Progress, type SendOptions } from "./send.js";
 export {
   createFileScan,

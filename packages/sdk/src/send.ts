@@ -16,6 +16,7 @@ import { HandoffError } from "./errors.js";
 import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import { multipartBody } from "./multipart.js";
+import { nodeAesGcm } from "./node-aes-gcm.js";
 import { sizedFileStream } from "./streams.js";
 import type { PresignedAnswer, ResolvedAgent, Transfer, TransferMode } from "./types.js";
 
@@ -137,7 +138,7 @@ function outgoing(file: LocalFile, sealing: Sealing | null, index: number, optio
       );
       if (!sealing || !salt) return plain;
       // The same key and salt give the same bytes: a retried upload matches the signed list.
-      return plain.pipeThrough(createEncryptStream(sealing.contentKey, { salt }).stream);
+      return plain.pipeThrough(createEncryptStream(sealing.contentKey, { salt }, nodeAesGcm).stream);
     },
   };
 }

@@ -41,7 +41,11 @@ export async function createPresignedTransfer(
     );
   }
   // Overdue transfers give their storage back before the new one is weighed against it.
-  await prepareSender(deps, caller.accountId);
+  await prepareSender(
+    deps,
+    caller.accountId,
+    declared.reduce((sum, file) => sum + file.size, 0),
+  );
   const now = deps.clock.now();
   const files: TransferFile[] = declared.map((file) => ({
     fileId: newFileId(),

@@ -12,13 +12,14 @@ import {
   type TransferEvent,
   transferDecider,
 } from "../../../domain/transfer.js";
-import { type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
+import { storageLeft, type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
 import type { BlobStore } from "../../blobs/port.js";
 import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/port.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
 import type { HeldContentKeys } from "../../security/at-rest.js";
 import type { CommandDeps } from "../deps.js";
+import type { Outcome } from "../stream-lock.js";
 import {
   type Actor,
   accepted,
@@ -26,7 +27,6 @@ import {
   keepSnapshot,
   load,
   loadSnapshotted,
-  refreshSnapshot,
   retryOnConflict,
   type Snapshotted,
   SYSTEM_ACTOR,
@@ -60,71 +60,126 @@ export interface Sender {
 
 async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
   const account = await loadSnapshotted(deps, accountDecider, ACCOUNT_SNAPSHOT, streams.account(accountId));
-  await refreshSnapshot(deps, account);
   if (!account.state.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
   const usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
   return { limits: limitsOf(account.state.plan), account, usage };
 }
 
 /**
- * The sender's plan and books, with its overdue transfers expired first: storage held by a
- * transfer past its expiry is free at once (decisions 3.14), whether or not the housekeeper has
- * swept it yet, so each is expired here as the housekeeper would.
+ * The sender's plan and books, with its overdue transfers expired first when the new transfer
+ * could need their storage: storage held by a transfer past its expiry is free at once
+ * (decisions 3.14), whether or not the housekeeper has swept it yet, so each is expired here as
+ * the housekeeper would. `bytesAtMost` bounds what the new transfer can store (a request's
+ * Content-Length, the sizes a presigned create declares; null when unknown): when the storage
+ * left already covers it, no expiry can change the decision, and the look-up is skipped.
  */
-export async function prepareSender(deps: TransferDeps, accountId: string): Promise<Sender> {
+export async function prepareSender(
+  deps: TransferDeps,
+  accountId: string,
+  bytesAtMost: number | null,
+): Promise<Sender> {
   const sender = await loadSender(deps, accountId);
-  if (sender.limits.storageBytes === null || sender.usage.state.bytesHeld === 0) return sender;
+  const left = storageLeft(sender.usage.state, sender.limits);
+  if (left === null || sender.usage.state.bytesHeld === 0) return sender;
+  if (bytesAtMost !== null && bytesAtMost <= left) return sender;
   const overdue = await overdueTransfersOf(deps.db, accountId, deps.clock.now());
   if (overdue.length === 0) return sender;
   for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM_ACTOR);
   return loadSender(deps, accountId);
 }
 
+/** A transfer as its create decided it, and where the append that recorded it ended. */
+export interface Created {
+  position: Position;
+  transfer: Transfer;
+}
+
 /**
  * Records a new transfer and counts it on the sender's quota stream in one atomic append, so the
  * monthly count and the storage limit hold however many uploads race (decisions 3.14). The books
  * are read inside the stream's turn: read before it (before an upload, say) they would be stale
- * whenever another upload finished first.
+ * whenever another upload finished first. Creates that queue for the turn are decided in it
+ * together (createTogether).
  */
-export async function createTransfer(
-  deps: TransferDeps,
-  input: NewTransfer,
-  actor: Actor,
-): Promise<{ position: Position; transfer: Transfer }> {
-  const usageStream = streams.usage(input.parties.senderAccountId);
-  return deps.streamLock.run(usageStream, () =>
-    retryOnConflict(async () => {
-      const accountId = input.parties.senderAccountId;
-      const { limits, account, usage } = await loadSender(deps, accountId);
-      const now = deps.clock.now().toISOString();
-      const created = accepted(
-        transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
-          limits,
-        }),
-      );
-      const counted: UsageEvent[] = accepted(
-        usageDecider.decide(
-          {
-            type: "CountTransfer",
-            transferId: input.transferId,
-            period: billingPeriodStart(account.state.createdAt, now),
-            bytes: bytesOf(input.files),
-            // Spec section 8: sends to people without an account are limited per UTC day.
-            inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
-            expiresAt: input.terms.expiresAt,
-          },
-          usage.state,
-          { limits },
-        ),
-      );
-      const position = await appendAll(deps.store, [
-        toAppend({ streamId: streams.transfer(input.transferId), expected: NO_STREAM }, created, actor, now),
-        toAppend(usage, counted, actor, now),
-      ]);
-      await keepSnapshot(deps, usageDecider, usage, counted);
-      return { position: position ?? "", transfer: decided(created) };
-    }),
+export function createTransfer(deps: TransferDeps, input: NewTransfer, actor: Actor): Promise<Created> {
+  return deps.streamLock.together(streams.usage(input.parties.senderAccountId), { input, actor }, (queued) =>
+    createTogether(deps, queued),
   );
+}
+
+/**
+ * Decides the creates that queued on one sender's quota stream in order, each against the books
+ * as the ones before it left them, and records the accepted ones in one append: a busy account
+ * pays one load and one append for a whole queue of uploads instead of one each. A refused create
+ * is refused alone; a conflict with another process re-decides them all.
+ */
+async function createTogether(
+  deps: TransferDeps,
+  queued: { input: NewTransfer; actor: Actor }[],
+): Promise<Outcome<Created>[]> {
+  const accountId = queued[0]?.input.parties.senderAccountId;
+  if (!accountId) return [];
+  return retryOnConflict(async () => {
+    const { limits, account, usage } = await loadSender(deps, accountId);
+    const now = deps.clock.now().toISOString();
+    let books = usage.state;
+    const decisions: (Transfer | DomainError)[] = [];
+    const transferAppends: StreamAppend[] = [];
+    const counted: UsageEvent[] = [];
+    const countedToStore: StreamAppend["events"] = [];
+    for (const { input, actor } of queued) {
+      try {
+        const created = accepted(
+          transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
+            limits,
+          }),
+        );
+        const counts = accepted(
+          usageDecider.decide(
+            {
+              type: "CountTransfer",
+              transferId: input.transferId,
+              period: billingPeriodStart(account.state.createdAt, now),
+              bytes: bytesOf(input.files),
+              // Spec section 8: sends to people without an account are limited per UTC day.
+              inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
+              expiresAt: input.terms.expiresAt,
+            },
+            books,
+            { limits },
+          ),
+        );
+        books = counts.reduce(usageDecider.evolve, books);
+        counted.push(...counts);
+        countedToStore.push(...toAppend(usage, counts, actor, now).events);
+        transferAppends.push(
+          toAppend(
+            { streamId: streams.transfer(input.transferId), expected: NO_STREAM },
+            created,
+            actor,
+            now,
+          ),
+        );
+        decisions.push(decided(created));
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        decisions.push(error);
+      }
+    }
+    const position =
+      transferAppends.length === 0
+        ? null
+        : await appendAll(deps.store, [
+            ...transferAppends,
+            { streamId: usage.streamId, expected: usage.expected, events: countedToStore },
+          ]);
+    await keepSnapshot(deps, usageDecider, usage, counted);
+    return decisions.map((d) =>
+      d instanceof DomainError
+        ? { ok: false, error: d }
+        : { ok: true, value: { position: position ?? "", transfer: d } },
+    );
+  });
 }
 
 /** A change command without its time, which the handler stamps from the service clock. */

@@ -19,6 +19,15 @@ export interface StagedUpload {
   discard(): Promise<void>;
 }
 
+/** A multipart request's body as it arrives. */
+export interface MultipartUpload {
+  parts: AsyncIterable<Multipart>;
+  /** Its declared Content-Length, or null (chunked): no file can take more. */
+  bodyBytes: number | null;
+  /** An Idempotency-Key came with it: fingerprint the files so a retry can be recognised. */
+  fingerprinted: boolean;
+}
+
 /**
  * Whether the server encrypts a send's files as they stream in (decisions 4.5): a send to a person
  * that the client did not encrypt itself. Decided on the fields sent before the first file.
@@ -34,10 +43,9 @@ const serverEncrypts = (fields: Map<string, string[]>) =>
 export async function stageUpload(
   deps: TransferDeps,
   caller: Actor & { accountId: string },
-  parts: AsyncIterable<Multipart>,
-  fingerprinted: boolean,
+  { parts, bodyBytes, fingerprinted }: MultipartUpload,
 ): Promise<StagedUpload> {
-  const sender = await prepareSender(deps, caller.accountId);
+  const sender = await prepareSender(deps, caller.accountId, bodyBytes);
   const transferId = newTransferId();
   const form = await receiveMultipart(
     parts,

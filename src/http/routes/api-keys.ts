@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { createApiKey, revokeApiKey } from "../../commands/api-keys.js";
-import { findApiKey } from "../../queries/accounts.js";
+import { findApiKey, listApiKeys } from "../../queries/accounts.js";
 import { type Caller, callerAccount } from "../auth.js";
 import { HttpError, notFound } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
@@ -20,6 +20,7 @@ const revokedKeySchema = z.object({
   status: z.literal("revoked"),
   revoked_at: timestamp,
 });
+const listedKeySchema = z.object({ id: z.uuid(), name: z.string(), created_at: timestamp });
 const accountParams = z.object({ account_id: z.string() });
 const DEFAULT_KEY_NAME = "api key";
 
@@ -41,6 +42,27 @@ export function apiKeyRoutes({ service, settle }: RouteContext): FastifyPluginAs
 
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
+
+    routes.get(
+      "/v1/api-keys",
+      {
+        schema: {
+          tags: ["api keys"],
+          summary: "The caller's account's API keys in use (never the keys themselves), oldest first",
+          response: { 200: z.object({ api_keys: z.array(listedKeySchema) }), ...errors(401) },
+        },
+      },
+      async (request) => {
+        const rows = await listApiKeys(db, callerAccount(request).accountId);
+        return {
+          api_keys: rows.map((row) => ({
+            id: row.id,
+            name: row.name,
+            created_at: new Date(row.created_at).toISOString(),
+          })),
+        };
+      },
+    );
 
     routes.post(
       "/v1/api-keys",

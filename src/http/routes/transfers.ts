@@ -82,12 +82,12 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           const caller = callerAccount(request);
           let staged: StagedUpload;
           try {
-            staged = await stageUpload(
-              deps,
-              caller,
-              request.parts(),
-              request.headers["idempotency-key"] !== undefined,
-            );
+            const declaredLength = Number(request.headers["content-length"]);
+            staged = await stageUpload(deps, caller, {
+              parts: request.parts(),
+              bodyBytes: Number.isSafeInteger(declaredLength) ? declaredLength : null,
+              fingerprinted: request.headers["idempotency-key"] !== undefined,
+            });
           } catch (error) {
             // The rest of the body is not worth reading: close the connection after the answer.
             reply.header("connection", "close");

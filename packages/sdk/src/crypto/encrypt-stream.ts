@@ -1,4 +1,4 @@
-import { type AesKey, aesGcmSeal } from "./aes-gcm.js";
+import { type AesGcm, type AesKey, webAesGcm } from "./aes-gcm.js";
 import { toBase64 } from "./base64.js";
 import { HandoffCryptoError } from "./errors.js";
 import { randomBytes, requireKey } from "./keys.js";
@@ -18,10 +18,12 @@ import {
  * known before the first byte, so the transfer can be signed before anything is uploaded.
  * `fixed` pins the salt or record size: for test vectors, and for a retried upload, which must
  * send the same ciphertext as the first attempt (the SDK signs the salt once, then retries).
+ * `aes` picks the AES-GCM implementation (WebCrypto unless given; the bytes are the same).
  */
 export function createEncryptStream(
   contentKey: Uint8Array,
   fixed?: { salt?: Uint8Array; recordSize?: number },
+  aes: AesGcm = webAesGcm,
 ): { encryptionIv: string; stream: TransformStream<Uint8Array, Uint8Array> } {
   requireKey(contentKey, "content key");
   const salt = fixed?.salt ?? randomBytes(SALT_SIZE);
@@ -33,11 +35,11 @@ export function createEncryptStream(
   let sealed: OrderedJobs<Uint8Array>;
   let cutter: RecordCutter;
   const seal = (plaintext: Uint8Array, last: boolean) =>
-    sealed.add(aesGcmSeal(key, recordNonce(index++, last), plaintext));
+    sealed.add(key.seal(recordNonce(index++, last), plaintext));
 
   const stream = new TransformStream<Uint8Array, Uint8Array>({
     async start(controller) {
-      key = await fileKey(contentKey, salt);
+      key = await fileKey(aes, contentKey, salt);
       sealed = new OrderedJobs(jobDepth(recordSize), (record) => controller.enqueue(record));
       cutter = new RecordCutter(recordSize, (record) => seal(record, false));
       controller.enqueue(encodeHeader(recordSize, salt));

@@ -1,11 +1,13 @@
 /**
  * The one crypto core of Handoff (decisions 5.1–5.4), for Node 20 and browsers alike: WebCrypto
- * for AES-256-GCM and randomness, @noble for X25519, Ed25519 and HKDF-SHA256, web streams for
- * the record stream. No Node-only APIs here.
+ * for AES-256-GCM (or an implementation passed in: the Node SDK passes node:crypto's) and
+ * randomness, @noble for X25519, Ed25519 and HKDF-SHA256, web streams for the record stream (or
+ * RecordDecryptor fed chunk by chunk, which the Node SDK's receive uses without a stream hop).
+ * No Node-only APIs here.
  */
-export { TAG_SIZE } from "./aes-gcm.js";
+export { type AesGcm, type AesKey, TAG_SIZE, webAesGcm } from "./aes-gcm.js";
 export { fromBase64, toBase64 } from "./base64.js";
-export { createDecryptStream } from "./decrypt-stream.js";
+export { createDecryptStream, RecordDecryptor } from "./decrypt-stream.js";
 export { createEncryptStream } from "./encrypt-stream.js";
 export { HandoffCryptoError, type HandoffCryptoErrorCode } from "./errors.js";
 export { ENCRYPTED_KEY_SIZE, unwrapContentKey, wrapContentKey } from "./key-wrap.js";
@@ -22,6 +24,7 @@ export {
   HEADER_SIZE,
   MAX_RECORD_SIZE,
   MIN_RECORD_SIZE,
+  plainSizeOf,
   RECORD_SIZE,
   recordCount,
   SALT_SIZE,

@@ -2,8 +2,8 @@
  * Cuts a byte stream into fixed-size records whatever the incoming chunk boundaries, copying each
  * byte once into the record it belongs to (no concatenation). A full record is handed on only
  * once a further byte shows it is not the last one; whatever is held when the stream ends is the
- * last record. Both directions need exactly that: the writer flags the last record, the reader
- * must know which record should carry the flag. Each record handed on is the receiver's to keep.
+ * last record: the writer flags it. Each record handed on is the receiver's to keep. (The reader
+ * needs no copy: RecordSplitter hands it records as views of the chunks.)
  */
 export class RecordCutter {
   private buffer: Uint8Array;

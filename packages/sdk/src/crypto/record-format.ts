@@ -1,6 +1,6 @@
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { type AesKey, importAesKey, NONCE_SIZE, TAG_SIZE } from "./aes-gcm.js";
+import { type AesGcm, type AesKey, NONCE_SIZE, TAG_SIZE } from "./aes-gcm.js";
 import { HandoffCryptoError } from "./errors.js";
 import { KEY_SIZE, requireKey } from "./keys.js";
 
@@ -21,6 +21,13 @@ export function encryptedSize(plainSize: number, recordSize = RECORD_SIZE): numb
   return HEADER_SIZE + plainSize + TAG_SIZE * recordCount(plainSize, recordSize);
 }
 
+/** The plaintext size of a file of `wireSize` bytes on the wire with the default record size. */
+export function plainSizeOf(wireSize: number): number {
+  const body = Math.max(0, wireSize - HEADER_SIZE);
+  const records = Math.max(1, Math.ceil(body / (RECORD_SIZE + TAG_SIZE)));
+  return Math.max(0, body - TAG_SIZE * records);
+}
+
 export function recordCount(plainSize: number, recordSize = RECORD_SIZE): number {
   return Math.max(1, Math.ceil(plainSize / recordSize));
 }
@@ -35,8 +42,8 @@ export function requireRecordSize(recordSize: number): number {
   return recordSize;
 }
 
-export function fileKey(contentKey: Uint8Array, salt: Uint8Array): Promise<AesKey> {
-  return importAesKey(hkdf(sha256, requireKey(contentKey, "content key"), salt, FILE_INFO, KEY_SIZE));
+export function fileKey(aes: AesGcm, contentKey: Uint8Array, salt: Uint8Array): Promise<AesKey> {
+  return aes(hkdf(sha256, requireKey(contentKey, "content key"), salt, FILE_INFO, KEY_SIZE));
 }
 
 export function encodeHeader(recordSize: number, salt: Uint8Array): Uint8Array {

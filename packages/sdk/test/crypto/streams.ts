@@ -1,5 +1,5 @@
 // Test helpers: feed bytes through the record streams in awkward chunk sizes and collect what comes out.
-import { createDecryptStream, createEncryptStream } from "@handoff/sdk";
+import { type AesGcm, createDecryptStream, createEncryptStream, nodeAesGcm, webAesGcm } from "@handoff/sdk";
 import { expect } from "vitest";
 
 /** Chunk sizes that never line up with the 24-byte header or the 65,536/65,552-byte records. */
@@ -48,12 +48,19 @@ export function concat(chunks: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** Both AES-GCM implementations: every record-stream test runs on each, as they must give the same bytes. */
+export const AES_IMPLEMENTATIONS: [string, AesGcm][] = [
+  ["WebCrypto", webAesGcm],
+  ["node:crypto", nodeAesGcm],
+];
+
 export async function encrypt(
   contentKey: Uint8Array,
   plaintext: Uint8Array,
   fixed?: { salt?: Uint8Array; recordSize?: number },
+  aes: AesGcm = webAesGcm,
 ): Promise<{ encryptionIv: string; ciphertext: Uint8Array }> {
-  const { encryptionIv, stream } = createEncryptStream(contentKey, fixed);
+  const { encryptionIv, stream } = createEncryptStream(contentKey, fixed, aes);
   const { bytes, error } = await collect(streamOf(plaintext).pipeThrough(stream));
   if (error) throw error;
   return { encryptionIv, ciphertext: bytes };
@@ -65,8 +72,24 @@ export function decrypt(
   encryptionIv: string,
   ciphertext: Uint8Array,
   chunkSizes?: number[],
+  aes: AesGcm = webAesGcm,
 ) {
-  return collect(streamOf(ciphertext, chunkSizes).pipeThrough(createDecryptStream(contentKey, encryptionIv)));
+  return collect(
+    streamOf(ciphertext, chunkSizes).pipeThrough(createDecryptStream(contentKey, encryptionIv, aes)),
+  );
+}
+
+/** encrypt and decrypt bound to one AES-GCM implementation. */
+export function recordStreams(aes: AesGcm) {
+  return {
+    encrypt: (
+      contentKey: Uint8Array,
+      plaintext: Uint8Array,
+      fixed?: { salt?: Uint8Array; recordSize?: number },
+    ) => encrypt(contentKey, plaintext, fixed, aes),
+    decrypt: (contentKey: Uint8Array, encryptionIv: string, ciphertext: Uint8Array, chunkSizes?: number[]) =>
+      decrypt(contentKey, encryptionIv, ciphertext, chunkSizes, aes),
+  };
 }
 
 /** A copy of `bytes` with one bit of byte `index` flipped. */

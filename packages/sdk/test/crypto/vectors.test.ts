@@ -13,7 +13,7 @@ import {
   x25519PublicKeyOf,
 } from "@handoff/sdk";
 import { describe, expect, it } from "vitest";
-import { decrypt, encrypt } from "./streams.js";
+import { AES_IMPLEMENTATIONS, recordStreams } from "./streams.js";
 import vectors from "./vectors.json" with { type: "json" };
 
 const { inputs, outputs } = vectors;
@@ -66,17 +66,21 @@ describe("the SDK reproduces every published vector", () => {
   });
 
   for (const { input, expected, plaintext } of files) {
-    it(`${input.name}: encryption_iv, encrypted bytes, and back`, async () => {
-      const { encryptionIv, ciphertext } = await encrypt(contentKey, plaintext, { salt: hex(input.salt) });
-      expect(sha256(plaintext)).toBe(expected?.plaintext_sha256);
-      expect(encryptionIv).toBe(expected?.encryption_iv);
-      expect(ciphertext.length).toBe(expected?.encrypted_size);
-      expect(sha256(ciphertext)).toBe(expected?.ciphertext_sha256);
-      if (expected && "ciphertext_hex" in expected) expect(toHex(ciphertext)).toBe(expected.ciphertext_hex);
-      const result = await decrypt(contentKey, encryptionIv, ciphertext);
-      expect(result.error).toBeUndefined();
-      expect(sha256(result.bytes)).toBe(expected?.plaintext_sha256);
-    });
+    it.each(AES_IMPLEMENTATIONS)(
+      `${input.name}: encryption_iv, encrypted bytes, and back (%s)`,
+      async (_, aes) => {
+        const { encrypt, decrypt } = recordStreams(aes);
+        const { encryptionIv, ciphertext } = await encrypt(contentKey, plaintext, { salt: hex(input.salt) });
+        expect(sha256(plaintext)).toBe(expected?.plaintext_sha256);
+        expect(encryptionIv).toBe(expected?.encryption_iv);
+        expect(ciphertext.length).toBe(expected?.encrypted_size);
+        expect(sha256(ciphertext)).toBe(expected?.ciphertext_sha256);
+        if (expected && "ciphertext_hex" in expected) expect(toHex(ciphertext)).toBe(expected.ciphertext_hex);
+        const result = await decrypt(contentKey, encryptionIv, ciphertext);
+        expect(result.error).toBeUndefined();
+        expect(sha256(result.bytes)).toBe(expected?.plaintext_sha256);
+      },
+    );
   }
 
   it("the signed message and the deterministic Ed25519 signature", () => {
@@ -148,9 +152,11 @@ describe("node:crypto alone, independently of the SDK, reproduces every publishe
     const nonce = (index: number, flag: number) => hex(`${index.toString(16).padStart(22, "0")}0${flag}`);
     const header = Buffer.concat([Buffer.from("HOE1"), hex("00010000"), salt]);
     const file = Buffer.concat([header, gcm(F, nonce(0, 0), full), gcm(F, nonce(1, 1), new Uint8Array(0))]);
-    const result = await decrypt(contentKey, Buffer.from(salt).toString("base64"), file);
-    expect(result.error).toBeUndefined();
-    expect(sha256(result.bytes)).toBe(sha256(full));
+    for (const [, aes] of AES_IMPLEMENTATIONS) {
+      const result = await recordStreams(aes).decrypt(contentKey, Buffer.from(salt).toString("base64"), file);
+      expect(result.error).toBeUndefined();
+      expect(sha256(result.bytes)).toBe(sha256(full));
+    }
   });
 
   it("signature over the JSON message of 5.4", () => {

@@ -1,0 +1,108 @@
+/**
+ * One `handoff` client command as a child process (`node dist/src/cli.js`) under /usr/bin/time: its
+ * wall time, the kernel's peak RSS (wait4's ru_maxrss) and its user and system CPU seconds. Shared
+ * by the client benchmarks (client-transfer.ts, shield-receive.ts).
+ */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { createAccount, mibPerSecond, pad, ROOT, type ServerChild, startHandoff } from "./support.js";
+
+const TIME = "/usr/bin/time";
+/** Node flags for the client processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
+const CLIENT_NODE_ARGS = (process.env.BENCH_CLIENT_NODE_ARGS ?? "").split(" ").filter(Boolean);
+export const RSS_LIMIT_KB = (150 * 1000 * 1000) / 1024;
+
+export interface ClientRun {
+  ms: number;
+  peakKb: number;
+  userSeconds: number;
+  systemSeconds: number;
+  stdout: string;
+}
+
+export function requireTime(): void {
+  if (!existsSync(TIME)) throw new Error(`${TIME} is needed for the peak RSS of the client processes`);
+}
+
+/** `handoff ARGS` from dist under /usr/bin/time; `okCodes` are the exit codes that are not failures. */
+export async function timedHandoff(
+  args: string[],
+  env: Record<string, string>,
+  okCodes: number[] = [0],
+): Promise<ClientRun> {
+  const child = spawn(
+    TIME,
+    ["-f", "BENCH-TIME %M %U %S", process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js", ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString("utf8");
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  const start = performance.now();
+  const [code] = (await once(child, "close")) as [number | null];
+  const ms = performance.now() - start;
+  // /usr/bin/time reports a non-zero exit as "Command exited with non-zero status N" before its figures.
+  const figures = /BENCH-TIME (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
+  if (code === null || !okCodes.includes(code) || !figures)
+    throw new Error(`handoff ${args[0]} ended with ${code}: ${stderr.trim()}`);
+  return {
+    ms,
+    peakKb: Number(figures[1]),
+    userSeconds: Number(figures[2]),
+    systemSeconds: Number(figures[3]),
+    stdout,
+  };
+}
+
+/** Megabytes (10^6 bytes), the unit of the 150 MB target. */
+export const mbText = (kb: number) => `${pad(((kb * 1024) / 1e6).toFixed(0), 4)} MB`;
+
+export const describeRun = (run: ClientRun, size: number) =>
+  `${(run.ms / 1000).toFixed(2)} s ${mibPerSecond(size, run.ms).toFixed(0)} MiB/s, peak RSS ${mbText(run.peakKb).trim()}, ` +
+  `CPU ${(run.userSeconds + run.systemSeconds).toFixed(2)} s (user ${run.userSeconds.toFixed(2)}, system ${run.systemSeconds.toFixed(2)})`;
+
+export interface Agent {
+  slug: string;
+  /** Its identity file, made by `handoff identity new`. */
+  identity: string;
+}
+
+export interface ClientBench {
+  server: ServerChild;
+  /** HANDOFF_URL and HANDOFF_API_KEY for the client processes. */
+  env: Record<string, string>;
+  sender: Agent;
+  receiver: Agent;
+}
+
+/** The server from dist in `dir`, one account, and a sender and a receiver agent named after `name`. */
+export async function startClientBench(dir: string, name: string): Promise<ClientBench> {
+  const server = await startHandoff({ dataDir: join(dir, "server") });
+  try {
+    const account = await createAccount(server.baseUrl, `${name}@example.com`, "scale");
+    const env = { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey };
+    const agent = (role: string): Agent => ({
+      slug: `${name}-${role}`,
+      identity: join(dir, `${name}-${role}.json`),
+    });
+    const sender = agent("sender");
+    const receiver = agent("receiver");
+    for (const { slug, identity } of [sender, receiver])
+      await timedHandoff(["identity", "new", "--agent", slug, "--out", identity], env);
+    return { server, env, sender, receiver };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}

@@ -1,0 +1,229 @@
+import { api, messageOf } from "../api.js";
+import { field, h, replace, showStatus, statusLine } from "../dom.js";
+import { actionForm } from "../form.js";
+import { formatDate } from "../format.js";
+import { fetchReceivingKey } from "../receiving-key.js";
+import type { Page } from "../router.js";
+import { currentSession } from "../session.js";
+import { receivingPasswordForm } from "./receiving-password.js";
+
+interface ApiKey {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+interface Connection {
+  id: string;
+  status: "pending" | "active" | "declined" | "revoked";
+  direction: "outgoing" | "incoming";
+  peer_account: { id: string; name: string; email_masked: string };
+  created_at: string;
+}
+
+export const settingsPage: Page = {
+  title: "Settings",
+  needsSession: true,
+  async render({ main }) {
+    const session = currentSession();
+    if (!session) return;
+    const account = session.account;
+    const keys = h("section", { "aria-labelledby": "keys-heading" });
+    const connections = h("section", { "aria-labelledby": "connections-heading" });
+    const receiving = h("section", { "aria-labelledby": "receiving-heading" });
+    replace(
+      main,
+      h("h1", {}, "Settings"),
+      h(
+        "section",
+        { "aria-labelledby": "account-heading" },
+        h("h2", { id: "account-heading" }, "Account"),
+        h(
+          "dl",
+          { class: "facts" },
+          h("dt", {}, "E-mail"),
+          h("dd", {}, account.email),
+          h("dt", {}, "Name"),
+          h("dd", {}, account.name ?? "—"),
+          h("dt", {}, "Plan"),
+          h("dd", {}, account.plan),
+        ),
+      ),
+      receiving,
+      keys,
+      connections,
+    );
+    await Promise.all([drawReceiving(receiving), drawKeys(keys, account.id), drawConnections(connections)]);
+  },
+};
+
+async function drawReceiving(section: HTMLElement) {
+  const key = await fetchReceivingKey().catch(() => null);
+  replace(
+    section,
+    h("h2", { id: "receiving-heading" }, "Receiving password"),
+    h(
+      "p",
+      {},
+      key
+        ? `Your receiving key is at version ${key.key_version}. A new password makes a new key: files sent from now on use it; files already sent to you stay encrypted to the old key and can no longer be opened here, so download them first.`
+        : "Not set yet: files sent to you wait until it is.",
+    ),
+    receivingPasswordForm(key !== null, () => void drawReceiving(section)),
+  );
+}
+
+async function drawKeys(section: HTMLElement, accountId: string) {
+  const status = statusLine();
+  const name = h("input", { type: "text", name: "key-name", required: true, maxlength: 200 });
+  const redraw = () => drawKeys(section, accountId);
+  const form = actionForm({
+    layout: "inline",
+    fields: [field("Name of a new key", name)],
+    submit: "Create API key",
+    async action() {
+      const created = await api<ApiKey & { api_key: string }>("/v1/api-keys", {
+        method: "POST",
+        json: { name: name.value.trim() },
+      });
+      await redraw();
+      section.append(
+        h(
+          "div",
+          { class: "notice", role: "status" },
+          h("p", {}, `New key “${created.name}”: copy it now and keep it secret.`),
+          h("code", { class: "secret" }, created.api_key),
+        ),
+      );
+    },
+  });
+  let list: HTMLElement;
+  try {
+    const { api_keys } = await api<{ api_keys: ApiKey[] }>("/v1/api-keys");
+    list =
+      api_keys.length === 0
+        ? h("p", { class: "empty" }, "No API keys. Agents and scripts use one to act for your account.")
+        : h(
+            "table",
+            {},
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                h("th", { scope: "col" }, "Name"),
+                h("th", { scope: "col" }, "Created"),
+                h("td", {}),
+              ),
+            ),
+            h(
+              "tbody",
+              {},
+              api_keys.map((key) =>
+                h(
+                  "tr",
+                  {},
+                  h("td", {}, key.name),
+                  h("td", {}, formatDate(key.created_at)),
+                  h(
+                    "td",
+                    {},
+                    h(
+                      "button",
+                      {
+                        type: "button",
+                        class: "danger",
+                        "aria-label": `Revoke ${key.name}`,
+                        onclick: () =>
+                          void api(`/v1/accounts/${accountId}/api-keys/${key.id}`, { method: "DELETE" })
+                            .then(redraw)
+                            .catch((error) => showStatus(status, messageOf(error), "error")),
+                      },
+                      "Revoke",
+                    ),
+                  ),
+                ),
+              ),
+            ),
+          );
+  } catch (error) {
+    list = h("p", { class: "status", "data-kind": "error", role: "alert" }, messageOf(error));
+  }
+  replace(section, h("h2", { id: "keys-heading" }, "API keys"), list, form, status);
+}
+
+const CONNECTION_WORDS: Record<Connection["status"], string> = {
+  pending: "Pending",
+  active: "Connected",
+  declined: "Declined",
+  revoked: "Ended",
+};
+
+async function drawConnections(section: HTMLElement) {
+  const status = statusLine();
+  const redraw = () => drawConnections(section);
+  const act = (path: string, method: string) => () =>
+    void api(path, { method })
+      .then(redraw)
+      .catch((error) => showStatus(status, messageOf(error), "error"));
+  const peer = h("input", { type: "email", name: "peer", required: true });
+  const form = actionForm({
+    layout: "inline",
+    fields: [field("E-mail of an account to connect with", peer)],
+    submit: "Send invitation",
+    async action() {
+      await api("/v1/connections", { method: "POST", json: { account: peer.value.trim() } });
+      await redraw();
+    },
+  });
+  let list: HTMLElement;
+  try {
+    const { connections } = await api<{ connections: Connection[] }>("/v1/connections");
+    const live = connections.filter((c) => c.status === "pending" || c.status === "active");
+    list =
+      live.length === 0
+        ? h(
+            "p",
+            { class: "empty" },
+            "No connections yet. Connected accounts can send to each other's agents; the other side accepts your invitation.",
+          )
+        : h(
+            "ul",
+            { class: "connections" },
+            live.map((c) =>
+              h(
+                "li",
+                {},
+                h("span", {}, `${c.peer_account.name} (${c.peer_account.email_masked})`),
+                h("span", { class: `badge ${c.status}` }, CONNECTION_WORDS[c.status]),
+                c.status === "pending" && c.direction === "incoming"
+                  ? [
+                      h(
+                        "button",
+                        { type: "button", onclick: act(`/v1/connections/${c.id}/accept`, "POST") },
+                        "Accept",
+                      ),
+                      h(
+                        "button",
+                        {
+                          type: "button",
+                          class: "secondary",
+                          onclick: act(`/v1/connections/${c.id}/decline`, "POST"),
+                        },
+                        "Decline",
+                      ),
+                    ]
+                  : h(
+                      "button",
+                      { type: "button", class: "danger", onclick: act(`/v1/connections/${c.id}`, "DELETE") },
+                      c.status === "pending" ? "Withdraw" : "Disconnect",
+                    ),
+              ),
+            ),
+          );
+  } catch (error) {
+    list = h("p", { class: "status", "data-kind": "error", role: "alert" }, messageOf(error));
+  }
+  replace(section, h("h2", { id: "connections-heading" }, "Connections"), list, form, status);
+}

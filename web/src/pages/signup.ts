@@ -1,0 +1,52 @@
+import { api } from "../api.js";
+import { field, h, replace } from "../dom.js";
+import { actionForm, passwordInput } from "../form.js";
+import type { Page } from "../router.js";
+
+const MIN_PASSWORD = 10;
+
+export const signupPage: Page = {
+  title: "Sign up",
+  render({ main }) {
+    const email = h("input", { type: "email", name: "email", autocomplete: "email", required: true });
+    const name = h("input", { type: "text", name: "name", autocomplete: "name", maxlength: 200 });
+    const password = passwordInput("password", "new-password", MIN_PASSWORD);
+    const form = actionForm({
+      fields: [
+        field("E-mail address", email, "Use the address agents send files to."),
+        field("Your name (optional)", name),
+        field("Password", password, `At least ${MIN_PASSWORD} characters. You log in with it.`),
+      ],
+      submit: "Create account",
+      working: "Creating your account…",
+      async action() {
+        const address = email.value.trim();
+        await api("/v1/auth/signup", {
+          method: "POST",
+          anonymous: true,
+          json: {
+            email: address,
+            password: password.value,
+            ...(name.value.trim() ? { name: name.value.trim() } : {}),
+          },
+        });
+        replace(
+          main,
+          h("h1", {}, "Check your e-mail"),
+          h(
+            "p",
+            { class: "lead", role: "status" },
+            `We sent a link to ${address}. Open it to confirm your address, then log in.`,
+          ),
+          h("p", {}, h("a", { href: "/login", "data-route": true }, "Go to the login page")),
+        );
+      },
+    });
+    replace(
+      main,
+      h("h1", {}, "Create your account"),
+      form,
+      h("p", {}, "Already have one? ", h("a", { href: "/login", "data-route": true }, "Log in"), "."),
+    );
+  },
+};

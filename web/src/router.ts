@@ -1,0 +1,78 @@
+import { h, replace } from "./dom.js";
+import { currentSession } from "./session.js";
+
+export interface PageContext {
+  main: HTMLElement;
+  query: URLSearchParams;
+}
+
+export interface Page {
+  title: string;
+  /** Pages that need a session send a visitor without one to the login page first. */
+  needsSession?: boolean;
+  render(context: PageContext): void | Promise<void>;
+}
+
+const routes = new Map<string, Page>();
+let onNavigate: () => void = () => {};
+
+export function definePages(pages: Record<string, Page>, afterNavigate: () => void): void {
+  for (const [path, page] of Object.entries(pages)) routes.set(path, page);
+  onNavigate = afterNavigate;
+}
+
+/** Moves to a page of the app without reloading (the server answers the same document for each). */
+export function navigate(to: string, options: { replace?: boolean } = {}): void {
+  if (options.replace) history.replaceState(null, "", to);
+  else history.pushState(null, "", to);
+  void render();
+}
+
+/** A transfer's own address (its `url`) opens the inbox at that transfer. */
+const TRANSFER_PATH = /^\/t\/([\w-]+)$/;
+
+export async function render(): Promise<void> {
+  const main = document.getElementById("main") as HTMLElement;
+  const query = new URLSearchParams(location.search);
+  const transfer = TRANSFER_PATH.exec(location.pathname)?.[1];
+  if (transfer) query.set("transfer", transfer);
+  const page = routes.get(transfer ? "/inbox" : location.pathname);
+  if (!page) {
+    document.title = "Not found · Handoff";
+    replace(
+      main,
+      h("h1", {}, "Page not found"),
+      h("p", {}, h("a", { href: "/", "data-route": true }, "Go to the start page")),
+    );
+    return;
+  }
+  if (page.needsSession && !currentSession()) {
+    navigate(`/login?next=${encodeURIComponent(location.pathname)}`, { replace: true });
+    return;
+  }
+  document.title = `${page.title} · Handoff`;
+  onNavigate();
+  replace(main);
+  await page.render({ main, query });
+  // Screen readers hear the new page: focus moves to its content, as after a full load.
+  main.focus({ preventScroll: true });
+}
+
+/** Links marked data-route move within the app; every other link behaves as a link. */
+export function interceptLinks(): void {
+  document.addEventListener("click", (event) => {
+    const link = (event.target as Element).closest?.("a[data-route]") as HTMLAnchorElement | null;
+    if (
+      !link ||
+      event.defaultPrevented ||
+      event.button !== 0 ||
+      event.metaKey ||
+      event.ctrlKey ||
+      event.shiftKey
+    )
+      return;
+    event.preventDefault();
+    navigate(link.pathname + link.search);
+  });
+  window.addEventListener("popstate", () => void render());
+}
