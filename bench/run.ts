@@ -19,6 +19,7 @@ const BENCHMARKS: Record<string, string> = {
   shield: "bench/shield-receive.ts",
   "shield-loop": "bench/shield.ts",
   web: "bench/web-app.ts",
+  audit: "bench/audit.ts",
 };
 
 const named = process.argv.slice(2);

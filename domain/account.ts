@@ -11,17 +11,23 @@ export type AccountKind = "human" | "agent";
 
 export type AccountEvent =
   | {
+      /**
+       * `email` and `name` are sealed under the data key of person `personId` (decisions 6.5);
+       * events written before sealing existed hold them in clear, with `personId` null.
+       */
       type: "AccountCreated";
       /** `kind` is absent from events recorded before human accounts existed: those are agent accounts. */
       data: {
         accountId: string;
         email: string;
         name: string;
+        personId: string | null;
         plan: string;
         createdAt: string;
         kind?: AccountKind;
       };
     }
+  | { type: "AccountErased"; data: { accountId: string; erasureId: string; at: string } }
   | { type: "AccountPlanChanged"; data: { plan: string; previousPlan: string } }
   | { type: "AgentSlugReserved"; data: { agentId: string; slug: string; keyVersion: number } }
   | { type: "AgentSlugReleased"; data: { agentId: string; slug: string } }
@@ -36,10 +42,12 @@ export type AccountCommand =
       accountId: string;
       email: string;
       name: string;
+      personId: string | null;
       plan: string;
       kind: AccountKind;
       now: string;
     }
+  | { type: "EraseAccount"; erasureId: string; now: string }
   | { type: "ChangePlan"; plan: string }
   | { type: "ReserveAgentSlug"; agentId: string; slug: string }
   | { type: "ReleaseAgentSlug"; agentId: string }
@@ -50,6 +58,9 @@ export type AccountCommand =
 
 export interface AccountState {
   exists: boolean;
+  accountId: string;
+  /** Erased (decisions 6.5): its personal data is gone, and nothing more may happen on it. */
+  erased: boolean;
   plan: string;
   createdAt: string;
   /** Active slug → agent id. */
@@ -76,10 +87,22 @@ function decide(
 ): Decision<AccountEvent> {
   if (command.type === "CreateAccount") {
     if (state.exists) return refuse("ACCOUNT_EXISTS", "the account already exists");
-    const { accountId, email, name, plan, kind, now } = command;
-    return [{ type: "AccountCreated", data: { accountId, email, name, plan, createdAt: now, kind } }];
+    const { accountId, email, name, personId, plan, kind, now } = command;
+    return [
+      { type: "AccountCreated", data: { accountId, email, name, personId, plan, createdAt: now, kind } },
+    ];
   }
   if (!state.exists) return refuse("NOT_FOUND", "no such account");
+  if (command.type === "EraseAccount") {
+    if (state.erased) return [];
+    return [
+      {
+        type: "AccountErased",
+        data: { accountId: state.accountId, erasureId: command.erasureId, at: command.now },
+      },
+    ];
+  }
+  if (state.erased) return refuse("NOT_FOUND", "no such account");
   switch (command.type) {
     case "ChangePlan":
       if (command.plan === state.plan) return [];
@@ -132,7 +155,15 @@ function decide(
 function evolve(state: AccountState, event: AccountEvent): AccountState {
   switch (event.type) {
     case "AccountCreated":
-      return { ...state, exists: true, plan: event.data.plan, createdAt: event.data.createdAt };
+      return {
+        ...state,
+        exists: true,
+        accountId: event.data.accountId,
+        plan: event.data.plan,
+        createdAt: event.data.createdAt,
+      };
+    case "AccountErased":
+      return { ...state, erased: true };
     case "AccountPlanChanged":
       return { ...state, plan: event.data.plan };
     case "AgentSlugReserved":
@@ -161,6 +192,8 @@ function evolve(state: AccountState, event: AccountEvent): AccountState {
 export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState, AccountContext> = {
   initialState: () => ({
     exists: false,
+    accountId: "",
+    erased: false,
     plan: "",
     createdAt: "",
     slugs: {},
@@ -172,12 +205,28 @@ export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState,
   decide,
 };
 
-/** The e-mail reservation stream: its first event makes the address taken, for good. */
-export type EmailClaimEvent = { type: "AccountEmailClaimed"; data: { accountId: string } };
+/**
+ * The e-mail reservation stream: a claim makes the address taken until the account is erased,
+ * which releases it.
+ */
+export type EmailClaimEvent =
+  | { type: "AccountEmailClaimed"; data: { accountId: string } }
+  | { type: "AccountEmailReleased"; data: { accountId: string } };
+
+/** True while an account holds the address. */
+export function emailTaken(existing: EmailClaimEvent[]): boolean {
+  return existing.at(-1)?.type === "AccountEmailClaimed";
+}
 
 export function claimEmail(existing: EmailClaimEvent[], accountId: string): Decision<EmailClaimEvent> {
-  if (existing.length > 0) return refuse("ACCOUNT_EXISTS", "an account with this e-mail already exists");
+  if (emailTaken(existing)) return refuse("ACCOUNT_EXISTS", "an account with this e-mail already exists");
   return [{ type: "AccountEmailClaimed", data: { accountId } }];
+}
+
+export function releaseEmail(existing: EmailClaimEvent[], accountId: string): EmailClaimEvent[] {
+  const last = existing.at(-1);
+  if (last?.type !== "AccountEmailClaimed" || last.data.accountId !== accountId) return [];
+  return [{ type: "AccountEmailReleased", data: { accountId } }];
 }
 
 /** The kind of the account an AccountCreated event made (events from before humans: agent). */

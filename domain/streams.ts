@@ -1,7 +1,9 @@
 /** Stream names, one place for all: `<category>-<id>`. */
 export const streams = {
   account: (accountId: string) => `account-${accountId}`,
-  accountEmail: (emailDigest: string) => `account_email-${emailDigest}`,
+  /** By person id since decisions 6.5; by SHA-256 of the lower-case address before (legacy). */
+  accountEmail: (personOrDigest: string) => `account_email-${personOrDigest}`,
+  erasure: (erasureId: string) => `erasure-${erasureId}`,
   agent: (agentId: string) => `agent-${agentId}`,
   apiKey: (keyId: string) => `api_key-${keyId}`,
   human: (accountId: string) => `human-${accountId}`,

@@ -32,10 +32,16 @@ export interface TransferEncryption {
 
 export interface TransferParties {
   mode: TransferMode;
+  /** An agent's slug; for a human sender (human-to-agent) the e-mail address, sealed under `senderPersonId`'s key. */
   sender: string;
+  /** The person whose sealed address `sender` holds (decisions 6.5); null for agents. */
+  senderPersonId: string | null;
   senderAccountId: string;
   senderAgentId: string | null;
+  /** An agent's slug; for a human recipient the e-mail address, sealed under `recipientPersonId`'s key. */
   recipient: string;
+  /** The person whose sealed address `recipient` holds (decisions 6.5); null for agents. */
+  recipientPersonId: string | null;
   /** Null for a human recipient without an account. */
   recipientAccountId: string | null;
   recipientAgentId: string | null;

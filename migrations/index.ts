@@ -7,6 +7,7 @@ import * as broadcasts from "./005_broadcasts.js";
 import * as snapshots from "./006_snapshots.js";
 import * as humans from "./007_humans.js";
 import * as appendFunction from "./008_append_function.js";
+import * as history from "./009_history_and_personal_data.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   "006_snapshots": snapshots,
   "007_humans": humans,
   "008_append_function": appendFunction,
+  "009_history_and_personal_data": history,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,7 +1,7 @@
 import type { ApiKeyEvent } from "../domain/api-key.js";
-import { categoryProjection } from "./projection.js";
+import { categoryProjection, endedOnErasure } from "./projection.js";
 
-export const apiKeysProjection = categoryProjection<ApiKeyEvent>({
+const keyLives = categoryProjection<ApiKeyEvent>({
   name: "api_keys",
   tables: ["api_keys"],
   category: "api_key",
@@ -26,3 +26,6 @@ export const apiKeysProjection = categoryProjection<ApiKeyEvent>({
     }
   },
 });
+
+/** An erased account's keys all read as revoked from the erasure on. */
+export const apiKeysProjection = endedOnErasure(keyLives, "api_keys", "revoked_at");

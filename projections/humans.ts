@@ -1,6 +1,6 @@
 import type { HumanEvent } from "../domain/human.js";
 import type { SessionEvent } from "../domain/session.js";
-import { categoryProjection } from "./projection.js";
+import { categoryProjection, endedOnErasure } from "./projection.js";
 
 /** A person's verification and receiving key, by account: read by resolve, sends and sessions. */
 export const humansProjection = categoryProjection<HumanEvent>({
@@ -29,7 +29,7 @@ export const humansProjection = categoryProjection<HumanEvent>({
 });
 
 /** Open and ended sessions: the authentication hook looks a session token's id up here. */
-export const sessionsProjection = categoryProjection<SessionEvent>({
+const sessionLives = categoryProjection<SessionEvent>({
   name: "sessions",
   tables: ["sessions"],
   category: "session",
@@ -51,3 +51,6 @@ export const sessionsProjection = categoryProjection<SessionEvent>({
     }
   },
 });
+
+/** An erased person's sessions end with the erasure: the next request with one is 401. */
+export const sessionsProjection = endedOnErasure(sessionLives, "sessions", "ended_at");

@@ -3,6 +3,7 @@ import { agentsProjection } from "./agents.js";
 import { apiKeysProjection } from "./api-keys.js";
 import { broadcastsProjection } from "./broadcasts.js";
 import { connectionsProjection } from "./connections.js";
+import { historyProjection } from "./history.js";
 import { humansProjection, sessionsProjection } from "./humans.js";
 import type { Projection } from "./projection.js";
 import { transfersProjection } from "./transfers.js";
@@ -16,6 +17,7 @@ export const projections: Projection[] = [
   humansProjection,
   sessionsProjection,
   transfersProjection,
+  historyProjection,
 ];
 
 export function projectionNamed(name: string): Projection | undefined {

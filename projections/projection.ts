@@ -11,6 +11,8 @@ export interface Projection {
   name: string;
   tables: string[];
   apply(trx: Knex.Transaction, event: RecordedEvent): Promise<void>;
+  /** When present, the engine hands over a batch's events at once (in log order) instead. */
+  applyBatch?(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void>;
 }
 
 /**
@@ -30,6 +32,25 @@ export function categoryProjection<E extends { type: string; data: unknown }>(de
       if (categoryOf(recorded.streamId) !== definition.category) return;
       const event = { type: recorded.type, data: recorded.data } as E;
       await definition.apply(trx, event, idOf(recorded.streamId), recorded);
+    },
+  };
+}
+
+/**
+ * Decisions 6.5: an erased account's credentials stop working at once. Wraps a projection whose
+ * `table` rows belong to an account (`account_id`) and end when `column` is set: on AccountErased
+ * every such row still open ends at the erasure's time.
+ */
+export function endedOnErasure(inner: Projection, table: string, column: string): Projection {
+  return {
+    ...inner,
+    async apply(trx, recorded) {
+      if (recorded.type !== "AccountErased") return inner.apply(trx, recorded);
+      const { accountId, at } = recorded.data as { accountId: string; at: string };
+      await trx(table)
+        .where({ account_id: accountId })
+        .whereNull(column)
+        .update({ [column]: at });
     },
   };
 }

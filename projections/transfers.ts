@@ -1,87 +1,157 @@
+import type { Knex } from "knex";
+import type { ErasureEvent } from "../domain/erasure.js";
+import { categoryOf, idOf } from "../domain/streams.js";
 import { type TransferEvent, type TransferRecord, withWrappedKey } from "../domain/transfer.js";
-import { categoryProjection } from "./projection.js";
+import type { RecordedEvent } from "../src/eventstore/port.js";
+import { ERASED } from "../src/privacy/personal-data.js";
+import type { Projection } from "./projection.js";
 
 /**
  * One row per transfer: the list, get, inbox and housekeeping all read it. `created_position`
  * (the log position of its creation) orders the list; `inbox_position` (that of its creation, then
  * of its activation) orders the inbox and makes its cursor, so a presigned transfer shown while
  * pending comes round again once active. Both come from the log: identical on rebuild.
+ *
+ * A batch is applied as a whole: rows of transfers created in it are folded in memory and inserted
+ * together, and the changes to older rows are merged into one update per row, so a rebuild costs a
+ * few statements per thousand events rather than one per event.
  */
-export const transfersProjection = categoryProjection<TransferEvent>({
+export const transfersProjection: Projection = {
   name: "transfers",
   tables: ["transfers"],
-  category: "transfer",
-  async apply(trx, event, id, recorded) {
-    switch (event.type) {
-      case "TransferCreated": {
-        const d = event.data;
-        await trx("transfers").insert({
-          id,
-          mode: d.mode,
-          sender: d.sender,
-          sender_account_id: d.senderAccountId,
-          sender_agent_id: d.senderAgentId,
-          recipient: d.recipient,
-          recipient_account_id: d.recipientAccountId,
-          recipient_agent_id: d.recipientAgentId,
-          status: d.status,
-          pending_reason: d.pendingReason ?? null,
-          files: JSON.stringify(d.files),
-          file_count: d.files.length,
-          total_size: d.files.reduce((sum, file) => sum + file.size, 0),
-          max_downloads: d.maxDownloads,
-          downloads: 0,
-          auto_delete: d.autoDelete,
-          is_encrypted: d.isEncrypted,
-          message: d.message,
-          metadata: JSON.stringify(d.metadata),
-          encryption: JSON.stringify(d.encryption),
-          created_at: d.createdAt,
-          expires_at: d.expiresAt,
-          created_position: recorded.position,
-          inbox_position: recorded.position,
-        });
-        return;
-      }
-      case "TransferActivated":
-        await trx("transfers").where({ id }).update({ status: "active", inbox_position: recorded.position });
-        return;
-      case "ContentKeyWrapped": {
-        const row = await trx("transfers").where({ id }).first("files", "encryption");
-        const record = withWrappedKey(
-          { files: row.files, encryption: row.encryption } as TransferRecord,
-          event.data,
-        );
-        await trx("transfers")
-          .where({ id })
-          .update({
-            recipient_account_id: record.recipientAccountId,
-            pending_reason: null,
-            is_encrypted: true,
-            files: JSON.stringify(record.files),
-            encryption: JSON.stringify(record.encryption),
-          });
-        return;
-      }
-      case "DownloadRecorded":
-        await trx("transfers").where({ id }).update({ downloads: event.data.downloads });
-        return;
-      case "TransferDownloaded":
-        await trx("transfers")
-          .where({ id })
-          .update({ status: "downloaded", purge_after: event.data.purgeAfter });
-        return;
-      case "TransferExpired":
-        await trx("transfers").where({ id }).update({ status: "expired", purge_after: event.data.at });
-        return;
-      case "TransferDeleted":
-        await trx("transfers").where({ id }).update({ status: "deleted", purge_after: event.data.at });
-        return;
-      case "TransferFilesDeleted":
-        await trx("transfers").where({ id }).update({ files_deleted: true });
-        return;
-      default:
-        return;
+  apply: (trx, event) => applyTransfers(trx, [event]),
+  applyBatch: applyTransfers,
+};
+
+type Row = Record<string, unknown>;
+type Created = Extract<TransferEvent, { type: "TransferCreated" }>["data"];
+
+function rowOf(id: string, d: Created, position: string): Row {
+  return {
+    id,
+    mode: d.mode,
+    sender: d.sender,
+    sender_account_id: d.senderAccountId,
+    sender_agent_id: d.senderAgentId,
+    recipient: d.recipient,
+    recipient_person_id: d.recipientPersonId,
+    sender_person_id: d.senderPersonId,
+    recipient_account_id: d.recipientAccountId,
+    recipient_agent_id: d.recipientAgentId,
+    status: d.status,
+    pending_reason: d.pendingReason ?? null,
+    files: d.files,
+    file_count: d.files.length,
+    total_size: d.files.reduce((sum, file) => sum + file.size, 0),
+    max_downloads: d.maxDownloads,
+    downloads: 0,
+    auto_delete: d.autoDelete,
+    is_encrypted: d.isEncrypted,
+    message: d.message,
+    metadata: d.metadata,
+    encryption: d.encryption,
+    created_at: d.createdAt,
+    expires_at: d.expiresAt,
+    created_position: position,
+    inbox_position: position,
+    files_deleted: false,
+    purge_after: null,
+  };
+}
+
+/** The columns an event changes on its transfer's row; `current` gives the row's files and keys. */
+async function changeOf(
+  event: Exclude<TransferEvent, { type: "TransferCreated" }>,
+  position: string,
+  current: () => Promise<Pick<TransferRecord, "files" | "encryption">>,
+): Promise<Row> {
+  switch (event.type) {
+    case "TransferActivated":
+      return { status: "active", inbox_position: position };
+    case "ContentKeyWrapped": {
+      const record = withWrappedKey((await current()) as TransferRecord, event.data);
+      return {
+        recipient_account_id: record.recipientAccountId,
+        pending_reason: null,
+        is_encrypted: true,
+        files: record.files,
+        encryption: record.encryption,
+      };
     }
-  },
-});
+    case "DownloadRecorded":
+      return { downloads: event.data.downloads };
+    case "TransferDownloaded":
+      return { status: "downloaded", purge_after: event.data.purgeAfter };
+    case "TransferExpired":
+      return { status: "expired", purge_after: event.data.at };
+    case "TransferDeleted":
+      return { status: "deleted", purge_after: event.data.at };
+    case "TransferFilesDeleted":
+      return { files_deleted: true };
+    default:
+      return {};
+  }
+}
+
+/** The jsonb columns: node-pg would send a JS array as a PostgreSQL array, so they go as JSON text. */
+const JSON_COLUMNS = ["files", "metadata", "encryption"];
+const asColumns = (change: Row): Row =>
+  Object.fromEntries(
+    Object.entries(change).map(([key, value]) => [
+      key,
+      JSON_COLUMNS.includes(key) ? JSON.stringify(value) : value,
+    ]),
+  );
+
+async function applyTransfers(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void> {
+  const created = new Map<string, Row>();
+  const changed = new Map<string, Row>();
+  const flush = async () => {
+    // Every new row in one statement with one parameter, however many there are.
+    if (created.size > 0) {
+      await trx.raw(
+        "insert into transfers select * from jsonb_populate_recordset(null::transfers, ?::jsonb)",
+        [JSON.stringify([...created.values()])],
+      );
+    }
+    for (const [id, change] of changed) await trx("transfers").where({ id }).update(asColumns(change));
+    created.clear();
+    changed.clear();
+  };
+  for (const recorded of events) {
+    if (recorded.type === "PersonErased") {
+      await flush();
+      await erase(trx, recorded.data as ErasureEvent["data"]);
+      continue;
+    }
+    if (categoryOf(recorded.streamId) !== "transfer") continue;
+    const id = idOf(recorded.streamId);
+    const event = { type: recorded.type, data: recorded.data } as TransferEvent;
+    if (event.type === "TransferCreated") {
+      created.set(id, rowOf(id, event.data, recorded.position));
+      continue;
+    }
+    const pending = created.get(id);
+    const change = await changeOf(event, recorded.position, async () => {
+      if (pending) return pending as unknown as Pick<TransferRecord, "files" | "encryption">;
+      await flush();
+      return trx("transfers").where({ id }).first("files", "encryption");
+    });
+    if (pending) Object.assign(pending, change);
+    else changed.set(id, { ...changed.get(id), ...change });
+  }
+  await flush();
+}
+
+/** Each mode names one person: the recipient of agent-to-human, the sender of human-to-agent. */
+async function erase(trx: Knex.Transaction, { transferIds }: ErasureEvent["data"]): Promise<void> {
+  if (transferIds.length === 0) return;
+  await trx("transfers")
+    .whereIn("id", transferIds)
+    .where({ mode: "agent-to-human" })
+    .update({ recipient: ERASED });
+  await trx("transfers")
+    .whereIn("id", transferIds)
+    .where({ mode: "human-to-agent" })
+    .update({ sender: ERASED });
+}

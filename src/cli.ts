@@ -36,6 +36,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === "serve") return (await serverCli()).serve();
   if (command === "accounts" && sub === "create") return (await serverCli()).accountsCreate(rest);
   if (command === "projections" && sub === "rebuild") return (await serverCli()).projectionsRebuild(rest);
+  if (command === "replay") return (await serverCli()).replay(argv.slice(1));
   throw new UsageError(`unknown command: ${argv.join(" ")}`);
 }
 

@@ -2,15 +2,22 @@
  * The server's own commands (serve, accounts create, projections rebuild). src/cli.ts loads this
  * module only for them, so the client commands start without the server's dependencies.
  */
+
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
+import type { Knex } from "knex";
 import { projections } from "../projections/index.js";
 import { UsageError } from "./cli-errors.js";
 import { createAccount, defaultAccountName } from "./commands/accounts.js";
 import { loadConfig } from "./config.js";
+import { migrate, openDatabase } from "./db/database.js";
+import type { EventStore, Position } from "./eventstore/port.js";
 import { buildApp } from "./http/app.js";
+import { presentAccount } from "./http/presenters.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
 import { findAccount } from "./queries/accounts.js";
+import { ProjectionEngine } from "./read-models/engine.js";
 import { openService } from "./service.js";
 
 export const SERVER_USAGE = `Server commands:
@@ -18,7 +25,9 @@ export const SERVER_USAGE = `Server commands:
   accounts create --email E [--name N] [--plan P]
                                           create an account; prints it and a first API key as JSON
   projections rebuild [name]              drop and rebuild read models from the event log
-                                          (all when no name; names: ${projections.map((p) => p.name).join(", ")})`;
+                                          (all when no name; names: ${projections.map((p) => p.name).join(", ")})
+  replay --until POSITION                 build the read models as they were at POSITION into a
+                                          scratch schema (PostgreSQL) or data directory (embedded)`;
 
 /**
  * Streaming files churns through buffers while PGlite keeps a large heap: with V8's default heap
@@ -75,15 +84,15 @@ export async function accountsCreate(args: string[]): Promise<void> {
     const result = await createAccount(
       service.deps,
       { email: values.email, name: values.name ?? defaultAccountName(values.email), plan },
-      { accountId: null, keyId: null },
+      { kind: "admin", accountId: null, keyId: null },
     );
     await service.engine.waitFor(result.position, 10_000);
-    const account = await findAccount(service.db, result.accountId);
+    const account = await findAccount(service.db, service.deps.people, result.accountId);
     const { id, name, apiKey, createdAt } = result.apiKey;
     console.log(
       JSON.stringify(
         {
-          account: account && { ...account, created_at: new Date(account.created_at).toISOString() },
+          account: account && presentAccount(account),
           api_key: { id, name, api_key: apiKey, created_at: createdAt },
         },
         null,
@@ -110,4 +119,92 @@ export async function projectionsRebuild(args: string[]): Promise<void> {
   } finally {
     await service.close();
   }
+}
+
+/**
+ * `handoff replay --until POSITION` (decisions 6.6): the read models as they were once the log
+ * reached POSITION, built into a scratch schema of DATABASE_URL's database (PostgreSQL) or a scratch
+ * data directory beside DATA_DIR's (embedded; stop the server first, PGlite is single-process),
+ * for debugging. The live read models are not touched. Prints where to look, as JSON.
+ */
+export async function replay(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { until: { type: "string" } } });
+  const until = values.until;
+  if (!until || !/^[\w.:-]{1,200}$/.test(until)) {
+    throw new UsageError("--until POSITION is required (a position from history or the audit feed)");
+  }
+  const config = loadConfig(process.env);
+  const service = await openService(config, { runProjections: false });
+  const stamp = new Date().toISOString().replace(/\D/g, "").slice(0, 14);
+  const target: ScratchTarget = config.databaseUrl
+    ? { kind: "schema", url: config.databaseUrl, schema: `replay_${stamp}` }
+    : { kind: "directory", directory: join(config.dataDir, `replay-${stamp}`) };
+  try {
+    const scratch = await openScratch(service.db, target);
+    try {
+      const store = storeUntil(service.store, until);
+      // A rebuild runs no subscription: nothing reports through onError.
+      const engine = new ProjectionEngine(projections, store, scratch, () => {});
+      let applied = 0;
+      await engine.rebuild(
+        projections.map((p) => p.name),
+        ({ events }) => {
+          applied = events;
+        },
+      );
+      console.log(JSON.stringify(whereToLook(target, until, applied), null, 2));
+    } finally {
+      await scratch.destroy();
+    }
+  } finally {
+    await service.close();
+  }
+}
+
+type ScratchTarget =
+  | { kind: "schema"; url: string; schema: string }
+  | { kind: "directory"; directory: string };
+
+async function openScratch(live: Knex, target: ScratchTarget): Promise<Knex> {
+  if (target.kind === "schema") await live.raw("create schema ??", [target.schema]);
+  const scratch =
+    target.kind === "schema"
+      ? openDatabase({ kind: "postgres", url: target.url, schema: target.schema })
+      : openDatabase({ kind: "pglite", directory: join(target.directory, "pg") });
+  await migrate(scratch);
+  return scratch;
+}
+
+/** The log as it stood at `until`: reads stop there. Only what a rebuild uses is bounded. */
+function storeUntil(store: EventStore, until: Position): EventStore {
+  return {
+    ...store,
+    readAll: async (from, limit) => {
+      if (from !== null && from >= until) return [];
+      return (await store.readAll(from, limit)).filter((event) => event.position <= until);
+    },
+  };
+}
+
+function whereToLook(target: ScratchTarget, until: Position, events: number) {
+  const tables = projections.flatMap((p) => p.tables);
+  if (target.kind === "schema") {
+    return {
+      until,
+      events,
+      schema: target.schema,
+      tables,
+      look: `psql "$DATABASE_URL" -c 'set search_path to ${target.schema}; select * from transfers'`,
+      drop: `psql "$DATABASE_URL" -c 'drop schema ${target.schema} cascade'`,
+    };
+  }
+  const pg = join(target.directory, "pg");
+  return {
+    until,
+    events,
+    data_dir: target.directory,
+    tables,
+    look: `node --input-type=module -e "const { PGlite } = await import('@electric-sql/pglite'); console.log((await new PGlite('${pg}').query('select * from transfers')).rows)"`,
+    drop: `rm -r '${target.directory}'`,
+  };
 }

@@ -19,6 +19,7 @@ import { PostgresEventStore } from "./eventstore/postgres.js";
 import { Housekeeper } from "./housekeeping/housekeeper.js";
 import { type Mailer, OutboxMailer, SmtpMailer } from "./mail/mailer.js";
 import { meteredBlobStore } from "./observability/metrics.js";
+import { PersonalData } from "./privacy/personal-data.js";
 import type { RateLimitCounter } from "./rate-limits/counter.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
@@ -114,6 +115,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     clock,
     serverKey,
     snapshots: new SnapshotStore(db),
+    people: new PersonalData(db, serverKey),
     streamLock: new StreamLock(),
   };
   const transferDeps: TransferDeps = { ...deps, db, blobs, heldKeys: new HeldContentKeys(db, serverKey) };
@@ -128,7 +130,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     "invitations",
     store,
     db,
-    peopleMailer({ mailer, clock, store, tokens, publicBaseUrl: config.publicBaseUrl }),
+    peopleMailer({ mailer, clock, store, tokens, people: deps.people, publicBaseUrl: config.publicBaseUrl }),
     (error) => console.error("sending an e-mail failed:", error),
   );
   const rateLimits: RateLimitCounter = config.redisUrl

@@ -20,6 +20,11 @@ export function clientSettings(env: NodeJS.ProcessEnv): ClientSettings {
 
 export const userAgent = (part: "cli" | "mcp") => `handoff-${part}/${SDK_VERSION}`;
 
+/** The client acting for the account of HANDOFF_API_KEY, as no agent in particular. */
+export function accountClient(part: "cli" | "mcp"): HandoffClient {
+  return new HandoffClient({ ...clientSettings(process.env), userAgent: userAgent(part) });
+}
+
 /** The client acting as the agent of an identity file. */
 export async function agentClient(identityPath: string, part: "cli" | "mcp"): Promise<HandoffClient> {
   const settings = clientSettings(process.env);

@@ -11,6 +11,9 @@ const COMMANDS: { words: string[]; load: () => Promise<ClientCommand> }[] = [
   { words: ["inbox"], load: async () => (await import("./commands/inbox.js")).inbox },
   { words: ["listen"], load: async () => (await import("./commands/listen.js")).listen },
   { words: ["mcp"], load: async () => (await import("./commands/mcp.js")).mcp },
+  { words: ["history"], load: async () => (await import("./commands/history.js")).history },
+  { words: ["audit"], load: async () => (await import("./commands/history.js")).audit },
+  { words: ["report"], load: async () => (await import("./commands/history.js")).report },
 ];
 
 /** The client command `argv` names, with the arguments that follow its name; null for any other. */
@@ -46,5 +49,9 @@ export const CLIENT_USAGE = `Client commands (HANDOFF_URL, default http://127.0.
                                           receive each new transfer until SIGINT/SIGTERM
   mcp --identity FILE [--shield LEVEL] [--downloads DIR]
                                           the MCP server over stdio
+  history transfer|agent ID               a transfer's or an agent's history, in log order
+  audit [--from T] [--to T] [--type TYPE]...
+                                          the account's audit feed (every page), from ≤ at < to
+  report --month YYYY-MM [--csv]          the account's compliance report for a month
   Shield levels: off, permissive, standard (default), strict, paranoid. --accept-rotation takes
   a peer's changed keys instead of refusing them (keys are pinned on first use).`;

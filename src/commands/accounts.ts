@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { accountDecider, claimEmail, type EmailClaimEvent } from "../../domain/account.js";
+import { accountDecider, claimEmail, type EmailClaimEvent, emailTaken } from "../../domain/account.js";
 import { apiKeyDecider } from "../../domain/api-key.js";
+import { DomainError } from "../../domain/decider.js";
 import { streams } from "../../domain/streams.js";
-import { NO_STREAM } from "../eventstore/port.js";
+import { type EventStore, type ExpectedVersion, NO_STREAM } from "../eventstore/port.js";
 import { limitsOf } from "../plans/catalog.js";
+import { normalEmail } from "../privacy/personal-data.js";
 import { sha256Hex } from "../security/secrets.js";
 import { mintApiKey } from "./api-keys.js";
 import type { CommandDeps } from "./deps.js";
@@ -17,6 +19,15 @@ export function defaultAccountName(email: string): string {
   return email.slice(0, email.indexOf("@")) || email;
 }
 
+/** The claim stream of an address as named before decisions 6.5: still read, so old claims hold. */
+export function legacyClaimStream(email: string): string {
+  return streams.accountEmail(sha256Hex(normalEmail(email)));
+}
+
+export async function readClaims(store: EventStore, streamId: string): Promise<EmailClaimEvent[]> {
+  return (await store.readStream(streamId)).map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent);
+}
+
 export interface NewAccount {
   email: string;
   name: string;
@@ -27,24 +38,62 @@ export interface NewAccount {
  * Creates an account with its first API key, in one atomic append over four streams: the e-mail
  * claim (so an address is used once, whoever commits first), the account, its key roster and the key.
  */
+/** A new account's person: its id, and its address and name sealed under its data key (decisions 6.5). */
+export async function sealedPerson(deps: Pick<CommandDeps, "people">, email: string, name: string) {
+  const personId = await deps.people.personFor(email);
+  return {
+    personId,
+    email: await deps.people.seal(personId, email),
+    name: await deps.people.seal(personId, name),
+  };
+}
+
+/**
+ * The claim of an address for a new account, on its person's claim stream; refused while an
+ * account holds it, there or on the stream named the way claims were named before sealing.
+ */
+export async function claimAddress(
+  store: EventStore,
+  email: string,
+  personId: string,
+  accountId: string,
+): Promise<{ streamId: string; expected: ExpectedVersion; events: EmailClaimEvent[] }> {
+  if (emailTaken(await readClaims(store, legacyClaimStream(email)))) {
+    throw new DomainError("ACCOUNT_EXISTS", "an account with this e-mail already exists");
+  }
+  const streamId = streams.accountEmail(personId);
+  const recorded = await store.readStream(streamId);
+  const claims = recorded.map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent);
+  return {
+    streamId,
+    expected: recorded.at(-1)?.revision ?? NO_STREAM,
+    events: accepted(claimEmail(claims, accountId)),
+  };
+}
+
+/** The account holding an address now, from its claim streams (the person's, then the legacy one). */
+export async function accountHolding(deps: Pick<CommandDeps, "store" | "people">, email: string) {
+  const personId = await deps.people.findPerson(email);
+  for (const streamId of [...(personId ? [streams.accountEmail(personId)] : []), legacyClaimStream(email)]) {
+    const claims = await readClaims(deps.store, streamId);
+    const last = claims.at(-1);
+    if (last?.type === "AccountEmailClaimed") return last.data.accountId;
+  }
+  return null;
+}
+
 export async function createAccount(deps: CommandDeps, input: NewAccount, actor: Actor) {
+  const { personId, email, name } = await sealedPerson(deps, input.email, input.name);
   return retryOnConflict(async () => {
     const now = deps.clock.now().toISOString();
     const accountId = randomUUID();
-    const emailStream = streams.accountEmail(sha256Hex(input.email.trim().toLowerCase()));
-    const claimed = await deps.store.readStream(emailStream);
-    const claimEvents = accepted(
-      claimEmail(
-        claimed.map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent),
-        accountId,
-      ),
-    );
+    const claim = await claimAddress(deps.store, input.email, personId, accountId);
 
     const limits = limitsOf(input.plan);
     const account = { streamId: streams.account(accountId), expected: NO_STREAM } as const;
     const created = accepted(
       accountDecider.decide(
-        { type: "CreateAccount", accountId, ...input, kind: "agent", now },
+        { type: "CreateAccount", accountId, email, name, personId, plan: input.plan, kind: "agent", now },
         accountDecider.initialState(),
         { limits },
       ),
@@ -58,7 +107,7 @@ export async function createAccount(deps: CommandDeps, input: NewAccount, actor:
 
     const creator = { ...actor, accountId };
     const position = await appendAll(deps.store, [
-      toAppend({ streamId: emailStream, expected: NO_STREAM }, claimEvents, creator, now),
+      toAppend(claim, claim.events, creator, now),
       toAppend(account, [...created, ...keyAdded], creator, now),
       toAppend({ streamId: streams.apiKey(issued.id), expected: NO_STREAM }, keyEvents, creator, now),
     ]);

@@ -102,7 +102,7 @@ export async function registerAgent(
 }
 
 /** Completes the two-step flow. Any bad, expired or used token is the same 401. */
-export async function connectAgent(deps: CommandDeps, token: string, keys: AgentKeys) {
+export async function connectAgent(deps: CommandDeps, token: string, keys: AgentKeys, requestId: string) {
   const agentId = agentIdOfConnectionToken(token);
   if (!agentId)
     throw new DomainError("UNAUTHORIZED", "the connection token is invalid, expired or already used");
@@ -114,7 +114,13 @@ export async function connectAgent(deps: CommandDeps, token: string, keys: Agent
         digestsEqual,
       }),
     );
-    const actor = { accountId: agent.state.accountId, keyId: null, agentId };
+    const actor: Actor = {
+      kind: "connection_token",
+      accountId: agent.state.accountId,
+      keyId: null,
+      agentId,
+      requestId,
+    };
     const position = await appendAll(deps.store, [toAppend(agent, events, actor, now)]);
     return { position, agentId, keyVersion: agent.state.keyVersion };
   });
@@ -161,12 +167,12 @@ export async function disconnectAgent(deps: CommandDeps, accountId: string, agen
 }
 
 /** Records that an agent was active now (throttled by the decider to once a minute). */
-export async function recordSeen(deps: CommandDeps, agentId: string) {
+export async function recordSeen(deps: CommandDeps, agentId: string, by: Actor) {
   return retryOnConflict(async () => {
     const now = deps.clock.now().toISOString();
     const agent = await load(deps.store, agentDecider, streams.agent(agentId));
     const events = accepted(agentDecider.decide({ type: "RecordSeen", now }, agent.state, { digestsEqual }));
-    const actor = { accountId: agent.state.accountId, keyId: null, agentId };
+    const actor: Actor = { ...by, agentId };
     return { position: await appendAll(deps.store, [toAppend(agent, events, actor, now)]) };
   });
 }

@@ -12,7 +12,7 @@ import { LOGIN_FAILURES } from "../rate-limits/policy.js";
 import type { HumanTokens } from "../security/human-tokens.js";
 import { burnPasswordCheck, hashPassword, passwordMatches } from "../security/passwords.js";
 import { sha256Hex } from "../security/secrets.js";
-import { defaultAccountName } from "./accounts.js";
+import { accountHolding, claimAddress, defaultAccountName, sealedPerson } from "./accounts.js";
 import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
 import { activateHeldFor } from "./transfers/activate.js";
 import type { TransferDeps } from "./transfers/record.js";
@@ -26,9 +26,16 @@ export interface HumanDeps extends TransferDeps {
   loginFailures: RateLimitCounter;
 }
 
-const ANONYMOUS: Actor = { accountId: null, keyId: null };
-
-const emailStreamOf = (email: string) => streams.accountEmail(sha256Hex(email.trim().toLowerCase()));
+/**
+ * A person acting on their own account before (or while getting) a session: signing up,
+ * verifying, logging in. Recorded as the session kind of actor (decisions 6.1).
+ */
+const personActing = (accountId: string | null, requestId: string | null): Actor => ({
+  kind: "session",
+  accountId,
+  keyId: null,
+  requestId,
+});
 
 /**
  * Decisions 4.1: a human account, in one atomic append over three streams: the e-mail claim (an
@@ -39,26 +46,23 @@ const emailStreamOf = (email: string) => streams.accountEmail(sha256Hex(email.tr
 export async function signUp(
   deps: HumanDeps,
   input: { email: string; password: string; name: string | null },
+  requestId: string | null,
 ) {
   const sealedPasswordHash = await hashPassword(deps.serverKey, input.password);
+  // The address and name are personal data: sealed under the person's data key (decisions 6.5).
+  const person = await sealedPerson(deps, input.email, input.name ?? defaultAccountName(input.email));
   return retryOnConflict(async () => {
     const now = deps.clock.now().toISOString();
     const accountId = randomUUID();
-    const emailStream = emailStreamOf(input.email);
-    const claimed = await deps.store.readStream(emailStream);
-    const claimEvents = accepted(
-      claimEmail(
-        claimed.map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent),
-        accountId,
-      ),
-    );
+    const claim = await claimAddress(deps.store, input.email, person.personId, accountId);
     const created = accepted(
       accountDecider.decide(
         {
           type: "CreateAccount",
           accountId,
-          email: input.email,
-          name: input.name ?? defaultAccountName(input.email),
+          email: person.email,
+          name: person.name,
+          personId: person.personId,
           plan: DEFAULT_PLAN,
           kind: "human",
           now,
@@ -72,7 +76,7 @@ export async function signUp(
         {
           type: "SignUp",
           accountId,
-          email: input.email,
+          email: person.email,
           sealedPasswordHash,
           verificationId: randomUUID(),
           now,
@@ -81,9 +85,9 @@ export async function signUp(
         undefined,
       ),
     );
-    const actor = { ...ANONYMOUS, accountId };
+    const actor = personActing(accountId, requestId);
     const position = await appendAll(deps.store, [
-      toAppend({ streamId: emailStream, expected: NO_STREAM }, claimEvents, actor, now),
+      toAppend(claim, claim.events, actor, now),
       toAppend({ streamId: streams.account(accountId), expected: NO_STREAM }, created, actor, now),
       toAppend({ streamId: streams.human(accountId), expected: NO_STREAM }, signedUp, actor, now),
     ]);
@@ -95,7 +99,7 @@ const invalidToken = () =>
   new DomainError("INVALID_TOKEN", "this verification link is invalid, used or expired");
 
 /** Decisions 4.2: the link's signature names the account and its open verification; single use, 24 hours. */
-export async function verifyEmail(deps: HumanDeps, token: string) {
+export async function verifyEmail(deps: HumanDeps, token: string, requestId: string | null) {
   const accountId = deps.tokens.accountOfVerification(token);
   if (!accountId) throw invalidToken();
   return retryOnConflict(async () => {
@@ -111,7 +115,9 @@ export async function verifyEmail(deps: HumanDeps, token: string) {
         undefined,
       ),
     );
-    const position = await appendAll(deps.store, [toAppend(human, events, { ...ANONYMOUS, accountId }, now)]);
+    const position = await appendAll(deps.store, [
+      toAppend(human, events, personActing(accountId, requestId), now),
+    ]);
     return { position, accountId };
   });
 }
@@ -129,7 +135,11 @@ export class LoginThrottled extends Error {
  * answers look alike), counts a failure per address, and starts a 12-hour session. An address with
  * LOGIN_FAILURES.limit failures in the current window is refused before any check.
  */
-export async function logIn(deps: HumanDeps, input: { email: string; password: string }) {
+export async function logIn(
+  deps: HumanDeps,
+  input: { email: string; password: string },
+  requestId: string | null,
+) {
   const bucket = `${LOGIN_FAILURES.name}:${sha256Hex(input.email.trim().toLowerCase())}`;
   const nowMs = deps.clock.now().getTime();
   const windowStart = Math.floor(nowMs / LOGIN_FAILURES.windowMs) * LOGIN_FAILURES.windowMs;
@@ -138,8 +148,8 @@ export async function logIn(deps: HumanDeps, input: { email: string; password: s
     throw new LoginThrottled(Math.max(1, Math.ceil((windowStart + LOGIN_FAILURES.windowMs - nowMs) / 1000)));
   }
 
-  const claim = await deps.store.readStream(emailStreamOf(input.email));
-  const accountId = (claim[0]?.data as { accountId?: string } | undefined)?.accountId ?? null;
+  // An erased person's address is held by no account any more: the same 401 as an unknown one.
+  const accountId = await accountHolding(deps, input.email);
   const human = accountId ? await load(deps.store, humanDecider, streams.human(accountId)) : null;
   const state = human?.state ?? humanDecider.initialState();
   let matches = false;
@@ -161,7 +171,7 @@ export async function logIn(deps: HumanDeps, input: { email: string; password: s
       undefined,
     ),
   );
-  const actor: Actor = { accountId, keyId: null, credential: "password" };
+  const actor = personActing(accountId, requestId);
   const position = await appendAll(deps.store, [
     toAppend({ streamId: streams.session(sessionId), expected: NO_STREAM }, started, actor, now),
   ]);
@@ -198,7 +208,7 @@ export async function setReceivingKey(
 ) {
   const set = await recordReceivingKey(deps, actor, input);
   await settle(set.position);
-  const account = await findAccount(deps.db, actor.accountId);
+  const account = await findAccount(deps.db, deps.people, actor.accountId);
   if (!account)
     throw new Error(`account ${actor.accountId} missing from the read model after its write settled`);
   const activated = await activateHeldFor(

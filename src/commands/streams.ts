@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Decider, type Decision, DomainError, fold } from "../../domain/decider.js";
+import { type ActorKind, METADATA_VERSION } from "../eventstore/metadata.js";
 import {
   type EventMetadata,
   type EventStore,
@@ -80,12 +81,16 @@ export async function keepSnapshot<State, Event extends DomainEvent>(
 
 /** Who caused a change: recorded in every event's metadata for audits. */
 export interface Actor {
+  kind: ActorKind;
   accountId: string | null;
   keyId: string | null;
   agentId?: string | null;
-  /** The kind of credential the request carried (`api_key`, `session`), when it came with one. */
-  credential?: string;
+  /** The HTTP request behind the change (its X-Request-Id), when there was one. */
+  requestId?: string | null;
 }
+
+/** The service acting on its own (housekeeping: expiry, clean-up). */
+export const SYSTEM_ACTOR: Actor = { kind: "system", accountId: null, keyId: null };
 
 export function toAppend(
   loaded: Pick<Loaded<unknown>, "streamId" | "expected">,
@@ -94,12 +99,13 @@ export function toAppend(
   now: string,
 ): StreamAppend {
   const metadata: EventMetadata = {
-    schemaVersion: 1,
+    schemaVersion: METADATA_VERSION,
     occurredAt: now,
+    actorKind: actor.kind,
     accountId: actor.accountId,
     keyId: actor.keyId,
     agentId: actor.agentId ?? null,
-    ...(actor.credential ? { credential: actor.credential } : {}),
+    requestId: actor.requestId ?? null,
   };
   const toStore: EventToAppend[] = events.map((event) => ({
     eventId: randomUUID(),

@@ -9,12 +9,20 @@ import { PGliteThread } from "./pglite-thread.js";
 // counters and sizes that fit a double, so both drivers hand back numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-export type DatabaseTarget = { kind: "postgres"; url: string } | { kind: "pglite"; directory: string | null };
+/** `schema`: a PostgreSQL schema to work in instead of public (a replay's scratch schema). */
+export type DatabaseTarget =
+  | { kind: "postgres"; url: string; schema?: string }
+  | { kind: "pglite"; directory: string | null };
 
 /** A knex instance on real PostgreSQL or on embedded PGlite (in memory when `directory` is null). */
 export function openDatabase(target: DatabaseTarget): Knex {
   if (target.kind === "postgres") {
-    return knex({ client: "pg", connection: target.url, pool: { min: 0, max: 10 } });
+    return knex({
+      client: "pg",
+      connection: target.url,
+      pool: { min: 0, max: 10 },
+      ...(target.schema ? { searchPath: [target.schema] } : {}),
+    });
   }
   if (target.directory) mkdirSync(target.directory, { recursive: true });
   return knex({

@@ -17,6 +17,7 @@ import {
 } from "@kurrent/kurrentdb-client";
 import { countAppended } from "../observability/metrics.js";
 import { AppendSignal, pollingSubscription } from "./catch-up.js";
+import { upcastMetadata } from "./metadata.js";
 import {
   ANY,
   type AppendResult,
@@ -32,6 +33,7 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from "./port.js";
+import { upcastData } from "./upcast.js";
 
 const DIGITS = 20;
 
@@ -85,15 +87,16 @@ function asObject(value: unknown, what: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-function toMetadata(value: unknown, what: string): EventMetadata {
-  if (value === undefined) return {} as EventMetadata;
+function toMetadata(type: string, value: unknown, what: string): EventMetadata {
+  if (value === undefined) return upcastMetadata(type, {});
   const metadata = asObject(value, what);
   const wrapped = metadata[METADATA_PROPERTY];
-  if (typeof wrapped === "string") return asObject(JSON.parse(wrapped), what) as EventMetadata;
+  if (typeof wrapped === "string") return upcastMetadata(type, asObject(JSON.parse(wrapped), what));
   // `$` keys are the server's own (such as `$schema.name`), never ours.
-  return Object.fromEntries(
-    Object.entries(metadata).filter(([key]) => !key.startsWith("$")),
-  ) as EventMetadata;
+  return upcastMetadata(
+    type,
+    Object.fromEntries(Object.entries(metadata).filter(([key]) => !key.startsWith("$"))),
+  );
 }
 
 function toRecorded(event: StoredEvent, position: Position): RecordedEvent {
@@ -103,8 +106,8 @@ function toRecorded(event: StoredEvent, position: Position): RecordedEvent {
     streamId: event.streamId,
     revision: Number(event.revision),
     type: event.type,
-    data: asObject(event.data, `data of ${what}`),
-    metadata: toMetadata(event.metadata, `metadata of ${what}`),
+    data: upcastData(event.type, asObject(event.data, `data of ${what}`)),
+    metadata: toMetadata(event.type, event.metadata, `metadata of ${what}`),
     position,
   };
 }

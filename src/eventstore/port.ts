@@ -1,3 +1,5 @@
+import type { EventMetadata } from "./metadata.js";
+
 /**
  * The event store port: every adapter (PostgreSQL/PGlite, KurrentDB) honours this contract,
  * checked by the shared suite in test/contract/event-store.contract.ts.
@@ -20,14 +22,7 @@ export type ExpectedVersion = typeof NO_STREAM | typeof ANY | number;
  */
 export type Position = string;
 
-export interface EventMetadata {
-  schemaVersion: number;
-  occurredAt: string;
-  accountId?: string | null;
-  keyId?: string | null;
-  agentId?: string | null;
-  [key: string]: unknown;
-}
+export type { EventMetadata } from "./metadata.js";
 
 export interface EventToAppend {
   eventId: string;

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { countAppended } from "../observability/metrics.js";
 import { AppendSignal, DEFAULT_IDLE_POLL_MS, pollingSubscription } from "./catch-up.js";
+import { upcastMetadata } from "./metadata.js";
 import { APPEND_CHANNEL, AppendListener } from "./pg-notifications.js";
 import {
   ANY,
@@ -16,6 +17,7 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from "./port.js";
+import { upcastData } from "./upcast.js";
 
 const DIGITS = 20;
 
@@ -39,7 +41,7 @@ interface EventRow {
   revision: string | number;
   type: string;
   data: Record<string, unknown>;
-  metadata: RecordedEvent["metadata"];
+  metadata: Record<string, unknown>;
 }
 
 function toRecorded(row: EventRow): RecordedEvent {
@@ -48,8 +50,8 @@ function toRecorded(row: EventRow): RecordedEvent {
     streamId: row.stream_id,
     revision: Number(row.revision),
     type: row.type,
-    data: row.data,
-    metadata: row.metadata,
+    data: upcastData(row.type, row.data),
+    metadata: upcastMetadata(row.type, row.metadata),
     position: encodePosition(row.transaction_text, row.global_position),
   };
 }

@@ -1,4 +1,5 @@
 import { blobKey } from "../blobs/keys.js";
+import { SYSTEM_ACTOR } from "../commands/streams.js";
 import { activateHeld } from "../commands/transfers/activate.js";
 import { changeTransfer, type TransferDeps } from "../commands/transfers/record.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
@@ -12,7 +13,6 @@ const BATCH = 100;
 const PRUNE_INTERVAL_MS = 60_000;
 /** Crash leftovers are looked for at start-up, then this often (real time: file times are real). */
 const LEFTOVER_INTERVAL_MS = 60_000;
-const SYSTEM = { accountId: null, keyId: null };
 
 /**
  * Moves transfers to `expired` at `expires_at` and deletes file data (and any content key held for a
@@ -56,12 +56,12 @@ export class Housekeeper {
   async sweep(): Promise<{ expired: number; purged: number }> {
     const now = this.deps.clock.now();
     const expiring = await dueForExpiry(this.deps.db, now, BATCH);
-    for (const id of expiring) await changeTransfer(this.deps, id, { type: "ExpireTransfer" }, SYSTEM);
+    for (const id of expiring) await changeTransfer(this.deps, id, { type: "ExpireTransfer" }, SYSTEM_ACTOR);
     const purging = await dueForPurge(this.deps.db, this.deps.clock.now(), BATCH);
     for (const transfer of purging) {
       await this.deps.blobs.delete(transfer.files.map((file) => blobKey(transfer.id, file.fileId)));
       await this.deps.heldKeys.destroy([transfer.id]);
-      await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM);
+      await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM_ACTOR);
     }
     await this.activateMissed();
     await this.pruneIdempotencyRecords();
@@ -75,13 +75,13 @@ export class Housekeeper {
   private async activateMissed(): Promise<void> {
     const missed = await heldTransfersNowReceivable(this.deps.db, this.deps.clock.now(), BATCH);
     for (const { id, account_id: accountId } of missed) {
-      const person = await findPerson(this.deps.db, accountId);
+      const person = await findPerson(this.deps.db, this.deps.people, accountId);
       if (!person?.receiving_key) continue;
       await activateHeld(
         this.deps,
         id,
         { accountId, email: person.email, receivingKey: person.receiving_key },
-        SYSTEM,
+        SYSTEM_ACTOR,
       ).catch(this.onError);
     }
   }

@@ -21,6 +21,7 @@ import { connectionRoutes } from "./routes/connections.js";
 import { directoryRoutes } from "./routes/directory.js";
 import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
+import { historyRoutes } from "./routes/history.js";
 import { humanRoutes } from "./routes/humans.js";
 import { profileRoutes } from "./routes/profile.js";
 import { transferRoutes } from "./routes/transfers.js";
@@ -121,6 +122,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(profileRoutes(context));
   await app.register(broadcastRoutes(context));
   await app.register(transferRoutes(context));
+  await app.register(historyRoutes(context));
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   if (service.config.adminToken) await app.register(adminRoutes(context));
   await registerWebApp(app, {

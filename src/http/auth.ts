@@ -126,7 +126,11 @@ export function registerAuthentication(
   });
 }
 
-/** The caller of a route that takes an account's credential, as commands record it. */
+/**
+ * The caller of a route that takes an account's credential: also the actor its changes are
+ * recorded under (decisions 6.1: `api_key` or `session`), with the request id that ties an event to
+ * its log lines.
+ */
 export interface Caller extends Actor {
   accountId: string;
   keyId: string | null;
@@ -141,11 +145,18 @@ export function callerAccount(request: FastifyRequest): Caller {
   if (principal.kind !== "account") throw new HttpError(401, "UNAUTHORIZED", "an API key is required");
   const { credential } = principal;
   return {
+    kind: credential.kind,
     accountId: principal.accountId,
     keyId: credential.kind === "api_key" ? credential.keyId : null,
     credential: credential.kind,
     sessionId: credential.kind === "session" ? credential.sessionId : null,
+    requestId: request.id,
   };
+}
+
+/** The actor of an operator's request through /v1/admin. */
+export function adminActor(request: FastifyRequest): Actor {
+  return { kind: "admin", accountId: null, keyId: null, requestId: request.id };
 }
 
 /** The id a credential's rate-limit buckets are counted under (decisions 3.15: per API key; per session for people). */

@@ -19,6 +19,36 @@ export async function pruneIdempotencyRecords(db: Knex, now: Date): Promise<numb
     .del();
 }
 
+/**
+ * Erasure (decisions 6.5): deletes the stored answers that show an e-mail address, and every answer
+ * of the erased account (`accountId`). Answers are sealed, so each kept one is opened to look.
+ */
+export async function forgetStoredAnswers(
+  db: Knex,
+  serverKey: Buffer,
+  email: string,
+  accountId: string | null,
+): Promise<void> {
+  if (accountId)
+    await db("idempotency_records")
+      .where({ scope: `account:${accountId}` })
+      .delete();
+  const rows = await db("idempotency_records")
+    .whereNotNull("body")
+    .select<{ scope: string; key: string; body: string }[]>("scope", "key", "body");
+  const address = email.trim().toLowerCase();
+  for (const row of rows) {
+    if (openedAnswer(serverKey, row.body).toLowerCase().includes(address)) {
+      await db("idempotency_records").where({ scope: row.scope, key: row.key }).delete();
+    }
+  }
+}
+
+/** A stored answer in clear; one stored before answers were sealed is JSON as it is. */
+function openedAnswer(serverKey: Buffer, body: string): string {
+  return body.startsWith("{") ? body : unseal(serverKey, SEAL_PURPOSE, body).toString("utf8");
+}
+
 declare module "fastify" {
   interface FastifyRequest {
     idempotency: { scope: string; key: string } | null;
@@ -139,8 +169,7 @@ export class Idempotency {
     return true;
   }
 
-  /** A stored answer in clear; one stored before answers were sealed is JSON as it is. */
   private opened(body: string): string {
-    return body.startsWith("{") ? body : unseal(this.serverKey, SEAL_PURPOSE, body).toString("utf8");
+    return openedAnswer(this.serverKey, body);
   }
 }

@@ -1,10 +1,12 @@
 import type { Knex } from "knex";
+import { ERASED, type PersonalData } from "../privacy/personal-data.js";
 import { isUuid } from "../queries/agents.js";
 import { type AgentWithAccount, visibleAgents } from "../queries/connections.js";
 import { HttpError } from "./errors.js";
 
 /** Decisions/spec 7: candidates show an address only masked, never in full. */
 export function maskEmail(email: string): string {
+  if (email === ERASED) return ERASED;
   const [local = "", domain = ""] = email.split("@");
   const dot = domain.lastIndexOf(".");
   const host = dot > 0 ? domain.slice(0, dot) : domain;
@@ -30,12 +32,13 @@ export type Resolution =
  */
 export async function resolveAgent(
   db: Knex,
+  people: PersonalData,
   callerAccountId: string,
   ref: string,
   account: string | null,
   personEmail: string | null = null,
 ): Promise<Resolution> {
-  let candidates = await visibleAgents(db, callerAccountId, ref, personEmail);
+  let candidates = await visibleAgents(db, people, callerAccountId, ref, personEmail);
   if (account !== null) candidates = candidates.filter((agent) => matchesAccount(agent, account));
   const own = candidates.find((agent) => agent.account_id === callerAccountId);
   if (own) return { kind: "found", agent: own };

@@ -1,4 +1,4 @@
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import nodemailer from "nodemailer";
 
@@ -14,8 +14,12 @@ export interface Email {
 
 export interface Mailer {
   send(email: Email): Promise<void>;
+  /** Erasure (decisions 6.5): drops every message still held here that is addressed to `address`. */
+  forget(address: string): Promise<number>;
   close(): void;
 }
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 function message(from: string, email: Email) {
   return {
@@ -52,6 +56,24 @@ export class OutboxMailer implements Mailer {
     await rename(temp, join(this.directory, name));
   }
 
+  /**
+   * The outbox stands in for a mail server: messages to an erased person are deleted whole (file
+   * names hold a time and a message id, never an address, so a name alone gives nothing away).
+   */
+  async forget(address: string): Promise<number> {
+    const names = await readdir(this.directory).catch(() => [] as string[]);
+    const recipient = new RegExp(`^To: .*${escapeRegExp(address.trim())}`, "im");
+    let deleted = 0;
+    for (const name of names.filter((n) => n.endsWith(".eml"))) {
+      const path = join(this.directory, name);
+      if (recipient.test(await readFile(path, "utf8"))) {
+        await unlink(path);
+        deleted++;
+      }
+    }
+    return deleted;
+  }
+
   close(): void {
     this.builder.close();
   }
@@ -70,6 +92,11 @@ export class SmtpMailer implements Mailer {
 
   async send(email: Email): Promise<void> {
     await this.transport.sendMail(message(this.from, email));
+  }
+
+  /** Sent mail has left for the recipient's server: there is nothing here to forget. */
+  async forget(): Promise<number> {
+    return 0;
   }
 
   close(): void {

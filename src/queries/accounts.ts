@@ -1,5 +1,7 @@
 import type { Knex } from "knex";
 import type { AccountKind } from "../../domain/account.js";
+import { normalEmail, type PersonalData } from "../privacy/personal-data.js";
+import { revealRow } from "../privacy/reveal.js";
 import { isUuid } from "./agents.js";
 
 export interface AccountRow {
@@ -9,6 +11,7 @@ export interface AccountRow {
   plan: string;
   kind: AccountKind;
   created_at: Date;
+  erased_at: Date | null;
 }
 
 export interface ApiKeyRow {
@@ -19,9 +22,37 @@ export interface ApiKeyRow {
   revoked_at: Date | null;
 }
 
-export async function findAccount(db: Knex, id: string): Promise<AccountRow | undefined> {
+/** An account as shown: its e-mail address and name opened, or "[erased]". */
+export async function findAccount(
+  db: Knex,
+  people: PersonalData,
+  id: string,
+): Promise<AccountRow | undefined> {
   if (!isUuid(id)) return undefined;
-  return db<AccountRow>("accounts").where({ id }).first();
+  const row = await db<AccountRow>("accounts").where({ id }).first();
+  return row && revealRow(people, row, ["email", "name"]);
+}
+
+/**
+ * A live account by its e-mail address (any letter case): through the address's person (sealed
+ * since decisions 6.5), or its address in clear for accounts made before. Erased ones are gone.
+ */
+export async function findAccountByEmail(
+  db: Knex,
+  people: PersonalData,
+  email: string,
+): Promise<AccountRow | undefined> {
+  const personId = await people.findPerson(email);
+  const row = await db<AccountRow>("accounts")
+    .whereNull("erased_at")
+    .where((where) => {
+      if (personId) where.where("person_id", personId);
+      where.orWhere((legacy) =>
+        legacy.whereNull("person_id").whereRaw("lower(email) = ?", [normalEmail(email)]),
+      );
+    })
+    .first();
+  return row && revealRow(people, row, ["email", "name"]);
 }
 
 export async function findApiKey(db: Knex, id: string): Promise<ApiKeyRow | undefined> {

@@ -1,6 +1,8 @@
 import type { Knex } from "knex";
 import type { ConnectionStatus } from "../../domain/connection.js";
-import { type AccountRow, findAccount } from "./accounts.js";
+import type { PersonalData } from "../privacy/personal-data.js";
+import { revealRows } from "../privacy/reveal.js";
+import { type AccountRow, findAccount, findAccountByEmail } from "./accounts.js";
 import { type AgentRow, isUuid } from "./agents.js";
 import { accountsThatSentTo } from "./humans.js";
 
@@ -46,10 +48,15 @@ export async function areConnected(db: Knex, accountId: string, otherId: string)
   return rows.some((row) => row.account_id === otherId);
 }
 
-/** An account named by e-mail (any letter case) or UUID. */
-export async function findAccountByEmailOrId(db: Knex, ref: string): Promise<AccountRow | undefined> {
-  if (isUuid(ref)) return findAccount(db, ref);
-  return db<AccountRow>("accounts").whereRaw("lower(email) = lower(?)", [ref]).first();
+/** A live account named by e-mail (any letter case) or UUID. */
+export async function findAccountByEmailOrId(
+  db: Knex,
+  people: PersonalData,
+  ref: string,
+): Promise<AccountRow | undefined> {
+  if (!isUuid(ref)) return findAccountByEmail(db, people, ref);
+  const account = await findAccount(db, people, ref);
+  return account?.erased_at ? undefined : account;
 }
 
 export type AgentWithAccount = AgentRow & { account_name: string; account_email: string };
@@ -60,12 +67,19 @@ function agentsWithAccounts(db: Knex) {
     .select("agents.*", "accounts.name as account_name", "accounts.email as account_email");
 }
 
+/** Agents with their accounts' names and addresses as shown (opened, or "[erased]"). */
+function revealAccounts(people: PersonalData, rows: AgentWithAccount[]): Promise<AgentWithAccount[]> {
+  return revealRows(people, rows, ["account_name", "account_email"]);
+}
+
 /**
  * Spec 4.6: the connected agents a caller may send to, its own first, then those of actively
- * connected accounts; each group in registration order.
+ * connected accounts by account name; each group in registration order. Names are sealed in the
+ * read model, so the paired group is ordered once they are opened.
  */
 export async function sendableAgents(
   db: Knex,
+  people: PersonalData,
   accountId: string,
   personEmail: string | null = null,
 ): Promise<AgentWithAccount[]> {
@@ -74,20 +88,27 @@ export async function sendableAgents(
     .orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
   const paired = await agentsWithAccounts(db)
     .whereNot({ "agents.account_id": accountId })
-    .where((where) => peerAccounts(db, where, accountId, personEmail))
+    .where(await peerAccounts(db, people, accountId, personEmail))
     .where({ "agents.connection_status": "connected" })
-    .orderBy([{ column: "accounts.name" }, { column: "agents.created_at" }, { column: "agents.id" }]);
-  return [...own, ...paired];
+    .orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
+  const byName = (await revealAccounts(people, paired)).sort((a, b) =>
+    a.account_name < b.account_name ? -1 : a.account_name > b.account_name ? 1 : 0,
+  );
+  return [...(await revealAccounts(people, own)), ...byName];
 }
 
 /**
  * The accounts whose agents a caller may reach besides its own: actively connected ones and, for
  * a verified person (`personEmail`), the accounts that have sent to them (decisions 4.6).
  */
-function peerAccounts(db: Knex, where: Knex.QueryBuilder, accountId: string, personEmail: string | null) {
-  where.whereIn("agents.account_id", pairedAccountIds(db, accountId));
-  if (personEmail) where.orWhereIn("agents.account_id", accountsThatSentTo(db, personEmail));
-  return where;
+async function peerAccounts(db: Knex, people: PersonalData, accountId: string, personEmail: string | null) {
+  const sentTo = personEmail
+    ? accountsThatSentTo(db, await people.findPerson(personEmail), personEmail)
+    : null;
+  return (where: Knex.QueryBuilder) => {
+    where.whereIn("agents.account_id", pairedAccountIds(db, accountId));
+    if (sentTo) where.orWhereIn("agents.account_id", sentTo);
+  };
 }
 
 /**
@@ -97,18 +118,19 @@ function peerAccounts(db: Knex, where: Knex.QueryBuilder, accountId: string, per
  */
 export async function visibleAgents(
   db: Knex,
+  people: PersonalData,
   accountId: string,
   ref: string,
   personEmail: string | null = null,
 ): Promise<AgentWithAccount[]> {
+  const peers = await peerAccounts(db, people, accountId, personEmail);
   const query = agentsWithAccounts(db)
     .whereNot({ "agents.connection_status": "disconnected" })
-    .where((where) =>
-      where
-        .where({ "agents.account_id": accountId })
-        .orWhere((peers) => peerAccounts(db, peers, accountId, personEmail)),
-    );
+    .where((where) => where.where({ "agents.account_id": accountId }).orWhere(peers));
   if (isUuid(ref)) query.where({ "agents.id": ref });
   else query.where({ "agents.agent_id": ref });
-  return query.orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]);
+  return revealAccounts(
+    people,
+    await query.orderBy([{ column: "agents.created_at" }, { column: "agents.id" }]),
+  );
 }

@@ -1,5 +1,7 @@
 import type { Knex } from "knex";
 import type { ReceivingKey } from "../../domain/human.js";
+import { normalEmail, type PersonalData } from "../privacy/personal-data.js";
+import { revealRow } from "../privacy/reveal.js";
 import { isUuid } from "./agents.js";
 
 /** A human account as the read models show it. */
@@ -22,14 +24,73 @@ const people = (db: Knex) =>
       "humans.receiving_key",
     );
 
-/** The human account of an address (any letter case), if a person signed up with it. */
-export async function findPersonByEmail(db: Knex, email: string): Promise<PersonRow | undefined> {
-  return people(db).whereRaw("lower(accounts.email) = lower(?)", [email]).first();
+/** A person's row as shown: address and name opened (decisions 6.5). */
+async function shown(vault: PersonalData, row: PersonRow | undefined): Promise<PersonRow | undefined> {
+  return row && revealRow(vault, row, ["email", "name"]);
 }
 
-export async function findPerson(db: Knex, accountId: string): Promise<PersonRow | undefined> {
+/**
+ * The human account of an address (any letter case), if a person signed up with it: found through
+ * the address's person, since the read model holds the address only sealed.
+ */
+export async function findPersonByEmail(
+  db: Knex,
+  vault: PersonalData,
+  email: string,
+): Promise<PersonRow | undefined> {
+  const personId = await vault.findPerson(email);
+  if (!personId) return undefined;
+  return shown(
+    vault,
+    await people(db).where("accounts.person_id", personId).whereNull("accounts.erased_at").first(),
+  );
+}
+
+export async function findPerson(
+  db: Knex,
+  vault: PersonalData,
+  accountId: string,
+): Promise<PersonRow | undefined> {
   if (!isUuid(accountId)) return undefined;
-  return people(db).where("humans.account_id", accountId).first();
+  return shown(vault, await people(db).where("humans.account_id", accountId).first());
+}
+
+/** A person's address and the person it belongs to (decisions 6.5), as transfers name them. */
+export interface Addressee {
+  personId: string | null;
+  email: string;
+}
+
+/** The verified person of an account, as transfers held for them name them; null for anyone else. */
+export async function verifiedAddressee(
+  db: Knex,
+  vault: PersonalData,
+  accountId: string,
+): Promise<Addressee | null> {
+  const email = await verifiedPersonEmail(db, vault, accountId);
+  return email === null ? null : { personId: await vault.findPerson(email), email };
+}
+
+/** Whether a transfer row is addressed to this person. */
+export function addressedTo(
+  row: { recipient: string; recipient_person_id: string | null },
+  to: Addressee,
+): boolean {
+  if (row.recipient_person_id !== null) return row.recipient_person_id === to.personId;
+  return row.recipient.toLowerCase() === normalEmail(to.email);
+}
+
+/**
+ * Transfers addressed to a person: sealed under their person (decisions 6.5), or, written before
+ * sealing, their address in clear.
+ */
+export function toPerson(personId: string | null, email: string) {
+  return (where: Knex.QueryBuilder) => {
+    if (personId) where.where("recipient_person_id", personId);
+    where.orWhere((legacy) =>
+      legacy.whereNull("recipient_person_id").whereRaw("lower(recipient) = ?", [normalEmail(email)]),
+    );
+  };
 }
 
 /** The account of a session that is open at `now`, or null. */
@@ -43,11 +104,16 @@ export async function openSessionAccount(db: Knex, sessionId: string, now: Date)
 }
 
 /** Transfers held for an address, waiting for its person's receiving key (live ones only). */
-export async function transfersHeldFor(db: Knex, email: string, now: Date): Promise<string[]> {
+export async function transfersHeldFor(
+  db: Knex,
+  vault: PersonalData,
+  email: string,
+  now: Date,
+): Promise<string[]> {
   const rows = await db("transfers")
     .select("id")
     .where({ mode: "agent-to-human", status: "pending_recipient" })
-    .whereRaw("lower(recipient) = lower(?)", [email])
+    .where(toPerson(await vault.findPerson(email), email))
     .where("expires_at", ">", now)
     .orderBy("created_position");
   return rows.map((row: { id: string }) => row.id);
@@ -60,35 +126,45 @@ export async function heldTransfersNowReceivable(
   limit: number,
 ): Promise<{ id: string; account_id: string }[]> {
   return db("transfers")
-    .joinRaw("join accounts on lower(accounts.email) = lower(transfers.recipient)")
+    .join("accounts", "accounts.person_id", "transfers.recipient_person_id")
     .join("humans", "humans.account_id", "accounts.id")
     .select("transfers.id", "accounts.id as account_id")
     .where({ "transfers.mode": "agent-to-human", "transfers.status": "pending_recipient" })
     .whereNotNull("humans.receiving_key")
+    .whereNull("accounts.erased_at")
     .where("transfers.expires_at", ">", now)
     .limit(limit);
 }
 
 /** Whether an account has ever sent to this address (decisions 4.5: then it may resolve the person). */
-export async function hasSentToPerson(db: Knex, senderAccountId: string, email: string): Promise<boolean> {
+export async function hasSentToPerson(
+  db: Knex,
+  vault: PersonalData,
+  senderAccountId: string,
+  email: string,
+): Promise<boolean> {
   const row = await db("transfers")
     .select("id")
     .where({ sender_account_id: senderAccountId, mode: "agent-to-human" })
-    .whereRaw("lower(recipient) = lower(?)", [email])
+    .where(toPerson(await vault.findPerson(email), email))
     .first();
   return row !== undefined;
 }
 
 /** The accounts that have sent to this address (decisions 4.6: a person may answer their agents). */
-export function accountsThatSentTo(db: Knex, email: string): Knex.QueryBuilder {
+export function accountsThatSentTo(db: Knex, personId: string | null, email: string): Knex.QueryBuilder {
   return db("transfers")
     .distinct("sender_account_id as account_id")
     .where({ mode: "agent-to-human" })
-    .whereRaw("lower(recipient) = lower(?)", [email]);
+    .where(toPerson(personId, email));
 }
 
 /** The address of a verified person's account, or null for an agent account (or an unverified one). */
-export async function verifiedPersonEmail(db: Knex, accountId: string): Promise<string | null> {
-  const person = await findPerson(db, accountId);
+export async function verifiedPersonEmail(
+  db: Knex,
+  vault: PersonalData,
+  accountId: string,
+): Promise<string | null> {
+  const person = await findPerson(db, vault, accountId);
   return person?.email_verified ? person.email : null;
 }

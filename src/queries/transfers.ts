@@ -6,6 +6,7 @@ import {
   type TransferMode,
   type TransferStatus,
 } from "../../domain/transfer.js";
+import { type Addressee, addressedTo, toPerson } from "./humans.js";
 
 export interface TransferRow {
   id: string;
@@ -14,6 +15,7 @@ export interface TransferRow {
   sender_account_id: string;
   sender_agent_id: string | null;
   recipient: string;
+  recipient_person_id: string | null;
   recipient_account_id: string | null;
   recipient_agent_id: string | null;
   status: TransferStatus;
@@ -41,12 +43,12 @@ const TRANSFER_ID = /^tr_[0-9A-Za-z]{24}$/;
 /** Ids this service gives out; anything else cannot name a transfer. */
 export const isTransferId = (id: string) => TRANSFER_ID.test(id);
 
-/** Whether a transfer is held for this verified person's address, before any account is its recipient. */
-const heldForPerson = (row: TransferRow, personEmail: string | null) =>
-  personEmail !== null &&
+/** Whether a transfer is held for this verified person, before any account is its recipient. */
+const heldForPerson = (row: TransferRow, person: Addressee | null) =>
+  person !== null &&
   row.mode === "agent-to-human" &&
   row.recipient_account_id === null &&
-  row.recipient.toLowerCase() === personEmail.toLowerCase();
+  addressedTo(row, person);
 
 /**
  * A transfer the caller's account may see (sender or recipient side, or held for the caller's
@@ -56,7 +58,7 @@ export async function findVisibleTransfer(
   db: Knex,
   id: string,
   accountId: string,
-  personEmail: string | null = null,
+  person: Addressee | null = null,
 ): Promise<TransferRow | undefined> {
   if (!isTransferId(id)) return undefined;
   const row = await db<TransferRow>("transfers").where({ id }).first();
@@ -64,19 +66,19 @@ export async function findVisibleTransfer(
   const visible =
     row.sender_account_id === accountId ||
     row.recipient_account_id === accountId ||
-    heldForPerson(row, personEmail);
+    heldForPerson(row, person);
   return visible ? row : undefined;
 }
 
 /** Received by the account, or held for its verified person's address (decisions 4.7). */
-function received(q: Knex.QueryBuilder, accountId: string, personEmail: string | null) {
+function received(q: Knex.QueryBuilder, accountId: string, person: Addressee | null) {
   q.where({ recipient_account_id: accountId });
-  if (personEmail) {
+  if (person) {
     q.orWhere((held) =>
       held
         .whereNull("recipient_account_id")
         .where({ mode: "agent-to-human" })
-        .whereRaw("lower(recipient) = lower(?)", [personEmail]),
+        .where(toPerson(person.personId, person.email)),
     );
   }
   return q;
@@ -89,8 +91,8 @@ export async function findTransfer(db: Knex, id: string): Promise<TransferRow | 
 
 export interface TransferListQuery {
   accountId: string;
-  /** The caller's verified address when it is a person's account: what is held for it is theirs to see. */
-  personEmail: string | null;
+  /** The caller's verified person when it is a person's account: what is held for them is theirs to see. */
+  person: Addressee | null;
   direction: "sent" | "received" | null;
   /** Statuses as stored; a live transfer past its expiry is stored as live but reads as expired. */
   status: TransferStatus | null;
@@ -106,10 +108,10 @@ export async function listTransfers(
 ): Promise<{ rows: TransferRow[]; total: number }> {
   const base = db<TransferRow>("transfers").whereNot({ status: "deleted" });
   if (q.direction === "sent") base.where({ sender_account_id: q.accountId });
-  else if (q.direction === "received") base.where((w) => received(w, q.accountId, q.personEmail));
+  else if (q.direction === "received") base.where((w) => received(w, q.accountId, q.person));
   else
     base.where((w) =>
-      w.where({ sender_account_id: q.accountId }).orWhere((r) => received(r, q.accountId, q.personEmail)),
+      w.where({ sender_account_id: q.accountId }).orWhere((r) => received(r, q.accountId, q.person)),
     );
   if (q.status === "expired") {
     base.where((w) =>

@@ -4,6 +4,8 @@ import type { TransferEvent, TransferRecord } from "../../domain/transfer.js";
 import type { Clock } from "../clock.js";
 import type { EventStore, RecordedEvent } from "../eventstore/port.js";
 import type { Email, Mailer } from "../mail/mailer.js";
+import { ERASED, type PersonalData } from "../privacy/personal-data.js";
+import { revealRow } from "../privacy/reveal.js";
 import type { HumanTokens } from "../security/human-tokens.js";
 
 export interface PeopleMailDeps {
@@ -11,7 +13,19 @@ export interface PeopleMailDeps {
   clock: Clock;
   store: EventStore;
   tokens: HumanTokens;
+  /** Addresses and names in events are sealed (decisions 6.5): opened here, just before sending. */
+  people: PersonalData;
   publicBaseUrl: string;
+}
+
+/** The event's personal fields opened; null when the person has been erased (no mail then). */
+async function opened<Data extends object>(
+  people: PersonalData,
+  data: Data,
+  fields: (keyof Data)[],
+): Promise<Data | null> {
+  const shown = await revealRow(people, data, fields);
+  return fields.some((field) => shown[field] === ERASED) ? null : shown;
 }
 
 type Created = Extract<TransferEvent, { type: "TransferCreated" }>["data"];
@@ -100,20 +114,29 @@ function filesReadyMail(
 async function mailFor(deps: PeopleMailDeps, recorded: RecordedEvent): Promise<Email | null> {
   const now = deps.clock.now().getTime();
   if (recorded.type === "EmailVerificationRequested") {
-    const data = recorded.data as Extract<HumanEvent, { type: "EmailVerificationRequested" }>["data"];
+    const data = await opened(
+      deps.people,
+      recorded.data as Extract<HumanEvent, { type: "EmailVerificationRequested" }>["data"],
+      ["email"],
+    );
+    if (!data) return null;
     return Date.parse(data.expiresAt) > now ? verifyMail(deps, idOf(recorded.streamId), data) : null;
   }
   if (recorded.type === "TransferCreated") {
-    const data = recorded.data as unknown as Created;
-    if (data.mode !== "agent-to-human" || Date.parse(data.expiresAt) <= now) return null;
+    const created = recorded.data as unknown as Created;
+    if (created.mode !== "agent-to-human" || Date.parse(created.expiresAt) <= now) return null;
+    const data = await opened(deps.people, created, ["recipient"]);
+    if (!data) return null;
     if (data.pendingReason === "recipient_not_registered") return inviteMail(deps, data);
     if (data.pendingReason === "recipient_has_no_receiving_key") return nudgeMail(deps, data);
     return data.status === "active" ? filesReadyMail(deps, data) : null;
   }
   if (recorded.type === "ContentKeyWrapped") {
     const [created] = await deps.store.readStream(recorded.streamId, 0);
-    const record = created?.data as unknown as TransferRecord | undefined;
-    if (!record || Date.parse(record.expiresAt) <= now) return null;
+    const stored = created?.data as unknown as TransferRecord | undefined;
+    if (!stored || Date.parse(stored.expiresAt) <= now) return null;
+    const record = await opened(deps.people, stored, ["recipient"]);
+    if (!record) return null;
     return filesReadyMail(deps, record);
   }
   return null;

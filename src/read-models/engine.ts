@@ -9,7 +9,7 @@ export interface RebuildProgress {
   done: boolean;
 }
 
-const REBUILD_BATCH = 1000;
+const REBUILD_BATCH = 5000;
 /** Events read and applied per transaction while catching up; under load, concurrent requests share one. */
 const BATCH_SIZE = 500;
 
@@ -194,9 +194,9 @@ async function applyBatch(
     }
     for (const projection of due) {
       const from = expected.get(projection.name) ?? null;
-      for (const event of batch) {
-        if (isAfter(event.position, from)) await projection.apply(trx, event);
-      }
+      const unseen = batch.filter((event) => isAfter(event.position, from));
+      if (projection.applyBatch) await projection.applyBatch(trx, unseen);
+      else for (const event of unseen) await projection.apply(trx, event);
       moved.set(projection.name, last.position);
     }
   });

@@ -21,7 +21,15 @@ function event(type: string, data: Record<string, unknown> = {}): EventToAppend 
     eventId: randomUUID(),
     type,
     data,
-    metadata: { schemaVersion: 1, occurredAt: "2026-01-01T00:00:00.000Z", accountId: null },
+    metadata: {
+      schemaVersion: 2,
+      occurredAt: "2026-01-01T00:00:00.000Z",
+      actorKind: "system",
+      accountId: null,
+      keyId: null,
+      agentId: null,
+      requestId: null,
+    },
   };
 }
 
@@ -120,7 +128,7 @@ export function eventStoreContract(
         [id, 0, "A", { n: 1, nested: { ok: true } }],
         [id, 1, "B", { n: 2 }],
       ]);
-      expect(events[0]?.metadata).toMatchObject({ schemaVersion: 1, occurredAt: "2026-01-01T00:00:00.000Z" });
+      expect(events[0]?.metadata).toMatchObject({ schemaVersion: 2, occurredAt: "2026-01-01T00:00:00.000Z" });
       expect(await store.readStream(stream("never"))).toEqual([]);
     });
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { upcastMetadata } from "../../src/eventstore/metadata.js";
 import type { EventToAppend, RecordedEvent } from "../../src/eventstore/port.js";
 import { appendWith, PostgresEventStore } from "../../src/eventstore/postgres.js";
 import {
@@ -15,7 +16,7 @@ function event(type: string): EventToAppend {
     eventId: randomUUID(),
     type,
     data: {},
-    metadata: { schemaVersion: 1, occurredAt: new Date().toISOString() },
+    metadata: upcastMetadata(type, { occurredAt: new Date().toISOString() }),
   };
 }
 

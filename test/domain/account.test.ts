@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { type AccountCommand, type AccountEvent, accountDecider, claimEmail } from "../../domain/account.js";
+import {
+  type AccountCommand,
+  type AccountEvent,
+  accountDecider,
+  claimEmail,
+  emailTaken,
+  releaseEmail,
+} from "../../domain/account.js";
 import { DomainError } from "../../domain/decider.js";
 import { given, planContext } from "./given.js";
 
@@ -11,8 +18,9 @@ const created: AccountEvent = {
   type: "AccountCreated",
   data: {
     accountId: "acc-1",
-    email: "ada@example.com",
-    name: "Ada",
+    email: "pii:v1:sealed-email",
+    name: "pii:v1:sealed-name",
+    personId: "person-1",
     plan: "free",
     createdAt: NOW,
     kind: "agent",
@@ -37,8 +45,9 @@ describe("account decider", () => {
     const create: AccountCommand = {
       type: "CreateAccount",
       accountId: "acc-1",
-      email: "ada@example.com",
-      name: "Ada",
+      email: "pii:v1:sealed-email",
+      name: "pii:v1:sealed-name",
+      personId: "person-1",
       plan: "free",
       kind: "agent",
       now: NOW,
@@ -247,6 +256,34 @@ describe("account decider", () => {
         .then([]);
     });
   });
+  describe("EraseAccount", () => {
+    const erase: AccountCommand = { type: "EraseAccount", erasureId: "erasure-1", now: NOW };
+    const erased: AccountEvent = {
+      type: "AccountErased",
+      data: { accountId: "acc-1", erasureId: "erasure-1", at: NOW },
+    };
+
+    it("records the erasure of an existing account", () => {
+      given(accountDecider, [created], context()).when(erase).then([erased]);
+    });
+
+    it("records nothing when the account is already erased", () => {
+      given(accountDecider, [created, erased], context()).when(erase).then([]);
+    });
+
+    it("refuses to erase an account that does not exist", () => {
+      given(accountDecider, [], context()).when(erase).thenRefused("NOT_FOUND");
+    });
+
+    it("refuses every other change on an erased account", () => {
+      given(accountDecider, [created, erased], context())
+        .when({ type: "AddApiKey", keyId: "key-9" })
+        .thenRefused("NOT_FOUND");
+      given(accountDecider, [created, erased], context())
+        .when({ type: "ChangePlan", plan: "team" })
+        .thenRefused("NOT_FOUND");
+    });
+  });
 });
 
 describe("claimEmail", () => {
@@ -258,5 +295,22 @@ describe("claimEmail", () => {
     const decision = claimEmail([{ type: "AccountEmailClaimed", data: { accountId: "acc-1" } }], "acc-1");
     expect(decision).toBeInstanceOf(DomainError);
     expect((decision as DomainError).code).toBe("ACCOUNT_EXISTS");
+  });
+
+  describe("release", () => {
+    it("is taken after a claim, free again once released, and claimable anew", () => {
+      const claimed = claimEmail([], "acc-1");
+      expect(claimed).toEqual([{ type: "AccountEmailClaimed", data: { accountId: "acc-1" } }]);
+      if (claimed instanceof DomainError) throw claimed;
+      expect(emailTaken(claimed)).toBe(true);
+      expect(claimEmail(claimed, "acc-2")).toBeInstanceOf(DomainError);
+      const released = releaseEmail(claimed, "acc-1");
+      expect(released).toEqual([{ type: "AccountEmailReleased", data: { accountId: "acc-1" } }]);
+      expect(emailTaken([...claimed, ...released])).toBe(false);
+      expect(claimEmail([...claimed, ...released], "acc-2")).toEqual([
+        { type: "AccountEmailClaimed", data: { accountId: "acc-2" } },
+      ]);
+      expect(releaseEmail(claimed, "acc-other")).toEqual([]);
+    });
   });
 });

@@ -154,6 +154,8 @@ function run(scenario: Scenario): Run {
         senderAgentId: "agent-s",
         recipient: "recipient",
         recipientAccountId: "acc-r",
+        recipientPersonId: null,
+        senderPersonId: null,
         recipientAgentId: "agent-r",
       },
       terms: {

@@ -34,6 +34,8 @@ const parties: TransferParties = {
   senderAgentId: "agent-sender",
   recipient: "recipient-bot",
   recipientAccountId: "acc-recipient",
+  recipientPersonId: null,
+  senderPersonId: null,
   recipientAgentId: "agent-recipient",
 };
 

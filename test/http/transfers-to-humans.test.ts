@@ -418,7 +418,7 @@ describe("a transfer held in the legacy at-rest format (HOF1) by an earlier vers
       toAppend(
         { streamId: `transfer-${transferId}`, expected: NO_STREAM },
         [created],
-        { accountId: senderAccountId, keyId: null },
+        { kind: "api_key", accountId: senderAccountId, keyId: null },
         now.toISOString(),
       ),
     ]);

@@ -42,7 +42,7 @@ async function appendWithoutProjecting(env: Record<string, string>): Promise<voi
     await createAccount(
       service.deps,
       { email, name: "unprojected", plan: "free" },
-      { accountId: null, keyId: null },
+      { kind: "admin", accountId: null, keyId: null },
     );
   } finally {
     await service.close();

@@ -5,10 +5,13 @@ import { projections } from "../../projections/index.js";
 export async function dumpReadModels(db: Knex): Promise<Record<string, unknown[]>> {
   const dump: Record<string, unknown[]> = {};
   for (const table of projections.flatMap((p) => p.tables)) {
-    const rows = await db(table).select("*").orderByRaw("1");
-    dump[table] = rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
-    );
+    const rows = await db(table).select("*");
+    // Whole rows in a stable order: tables whose first column repeats (an index by subject) too.
+    dump[table] = rows
+      .map((row) =>
+        Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v])),
+      )
+      .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
   }
   return dump;
 }

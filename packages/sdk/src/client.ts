@@ -8,9 +8,12 @@ import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
 import { PRESIGNED_THRESHOLD, type SendOptions, send } from "./send.js";
 import type {
   Agent,
+  AuditPage,
   BroadcastPage,
   BroadcastSeverity,
+  ComplianceReport,
   Connection,
+  HistoryEntry,
   InboxPage,
   Profile,
   ResolvedAgent,
@@ -185,6 +188,65 @@ export class HandoffClient {
       idempotent: true,
     });
     return answer.connections;
+  }
+
+  /** A transfer's history in log order (decisions 6.2). */
+  async transferHistory(transferId: string): Promise<HistoryEntry[]> {
+    return this.entries(`/v1/transfers/${encodeURIComponent(transferId)}/history`);
+  }
+
+  /** An agent's history in log order (decisions 6.2); `agentId` is the agent's UUID. */
+  async agentHistory(agentId: string): Promise<HistoryEntry[]> {
+    return this.entries(`/v1/agents/${encodeURIComponent(agentId)}/history`);
+  }
+
+  private async entries(url: string): Promise<HistoryEntry[]> {
+    const answer = await this.transport.json<{ entries: HistoryEntry[] }>({
+      method: "GET",
+      url,
+      idempotent: true,
+    });
+    return answer.entries;
+  }
+
+  /** One page of the account's audit feed (decisions 6.3); `from` inclusive, `to` exclusive. */
+  audit(
+    options: { from?: string; to?: string; types?: string[]; cursor?: string; limit?: number } = {},
+  ): Promise<AuditPage> {
+    return this.transport.json<AuditPage>({
+      method: "GET",
+      url: "/v1/audit",
+      idempotent: true,
+      query: {
+        from: options.from,
+        to: options.to,
+        type: options.types,
+        cursor: options.cursor,
+        limit: options.limit,
+      },
+    });
+  }
+
+  /** The account's compliance report for a month `YYYY-MM` (decisions 6.4). */
+  complianceReport(month: string): Promise<ComplianceReport> {
+    return this.transport.json<ComplianceReport>({
+      method: "GET",
+      url: "/v1/reports/compliance",
+      idempotent: true,
+      query: { month },
+    });
+  }
+
+  /** The same report as CSV text (`metric,value` rows). */
+  async complianceReportCsv(month: string): Promise<string> {
+    const response = await this.transport.send({
+      method: "GET",
+      url: "/v1/reports/compliance",
+      idempotent: true,
+      query: { month },
+      accept: "text/csv",
+    });
+    return response.text();
   }
 
   /** Agents this account may send to: its own first, then those of connected accounts (spec 4.6). */

@@ -22,7 +22,10 @@ export interface RequestSpec {
   method: "GET" | "POST" | "PUT" | "DELETE";
   /** A path under the base URL, or an absolute URL (signed links, which carry no credential). */
   url: string;
-  query?: Record<string, string | number | undefined>;
+  /** A list repeats the parameter once per value (`type=A&type=B`). */
+  query?: Record<string, string | number | string[] | undefined>;
+  /** The Accept header, when the answer is not JSON (a CSV report). */
+  accept?: string;
   json?: unknown;
   body?: BodySource;
   /**
@@ -105,7 +108,9 @@ export class Transport {
     const signed = /^https?:\/\//.test(spec.url);
     const url = new URL(signed ? spec.url : `${this.options.baseUrl}${spec.url}`);
     for (const [name, value] of Object.entries(spec.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(name, String(value));
+      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+        url.searchParams.append(name, String(one));
+      }
     }
     const idempotencyKey = spec.method === "POST" ? (spec.idempotencyKey ?? randomUUID()) : null;
     for (let attempt = 0; ; attempt++) {
@@ -159,6 +164,7 @@ export class Transport {
       if (this.options.agentId) headers["x-service-agent"] = this.options.agentId;
     }
     if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
+    if (spec.accept) headers.accept = spec.accept;
     const signal = spec.signal ? { signal: spec.signal } : {};
     if (spec.body) {
       const made = spec.body();

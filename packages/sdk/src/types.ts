@@ -189,3 +189,42 @@ export interface SendableAgent {
   own: boolean;
   account_name?: string;
 }
+
+/** Who caused an event (decisions 6.1). */
+export type ActorKind = "api_key" | "session" | "connection_token" | "admin" | "system" | "signed_url";
+
+/** One event as history shows it (decisions 6.1): no secrets, personal data opened or "[erased]". */
+export interface HistoryEntry {
+  /** Opaque; sorts in log order. */
+  position: string;
+  type: string;
+  at: string;
+  actor: { kind: ActorKind; account_id: string | null; agent_id: string | null; key_id: string | null };
+  data: Record<string, unknown>;
+}
+
+export interface AuditPage {
+  entries: HistoryEntry[];
+  next_cursor: string | null;
+  has_more: boolean;
+}
+
+/** An account's month as the log stood at `head_position` (decisions 6.4). */
+export interface ComplianceReport {
+  account_id: string;
+  month: string;
+  generated_at: string | null;
+  head_position: string | null;
+  transfers: {
+    created: number;
+    downloaded: number;
+    expired: number;
+    deleted: number;
+    bytes_uploaded: number;
+    downloads: number;
+  };
+  by_agent: { agent_id: string; sent: number; received: number; downloads: number; bytes_uploaded: number }[];
+  api_keys: { created: number; revoked: number };
+  connections: { requested: number; accepted: number; declined: number; revoked: number };
+  erasures: number;
+}

@@ -129,7 +129,7 @@ export async function activateHeldFor(
   onError: (error: unknown) => void,
 ): Promise<Position | null> {
   let position: Position | null = null;
-  for (const transferId of await transfersHeldFor(deps.db, person.email, deps.clock.now())) {
+  for (const transferId of await transfersHeldFor(deps.db, deps.people, person.email, deps.clock.now())) {
     try {
       position = (await activateHeld(deps, transferId, person, actor)).position ?? position;
     } catch (error) {

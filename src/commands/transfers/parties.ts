@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { HumanRecipient, TransferMode, TransferParties } from "../../../domain/transfer.js";
 import { validationError } from "../../http/errors.js";
 import { ambiguous, resolveAgent } from "../../http/recipients.js";
+import type { PersonalData } from "../../privacy/personal-data.js";
 import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
 import { findPersonByEmail, type PersonRow, verifiedPersonEmail } from "../../queries/humans.js";
 
@@ -36,6 +37,7 @@ export interface ResolvedParties {
  */
 export async function resolveParties(
   db: Knex,
+  people: PersonalData,
   accountId: string,
   input: PartiesInput,
 ): Promise<ResolvedParties> {
@@ -48,11 +50,15 @@ export async function resolveParties(
     if (!z.email().safeParse(input.recipient).success) {
       throw validationError("the recipient of an agent-to-human transfer is an e-mail address", "recipient");
     }
-    const person = (await findPersonByEmail(db, input.recipient)) ?? null;
+    const person = (await findPersonByEmail(db, people, input.recipient)) ?? null;
     const hasReceivingKey = person?.email_verified === true && person.receiving_key !== null;
+    // The address is personal data: sealed under its person's data key (decisions 6.5).
+    const recipientPersonId = await people.personFor(input.recipient);
     return {
       parties: {
         ...common(input, accountId, senderAgent ?? null),
+        recipient: await people.seal(recipientPersonId, input.recipient),
+        recipientPersonId,
         // A person's account is the recipient side once it can open what it gets; until then
         // the transfer is held for the address.
         recipientAccountId: hasReceivingKey && person ? person.account_id : null,
@@ -63,11 +69,19 @@ export async function resolveParties(
       recipientAgent: null,
     };
   }
-  const personEmail = input.mode === "human-to-agent" ? await verifiedPersonEmail(db, accountId) : null;
+  const personEmail =
+    input.mode === "human-to-agent" ? await verifiedPersonEmail(db, people, accountId) : null;
   if (personEmail !== null && personEmail.toLowerCase() !== input.sender.toLowerCase()) {
     throw validationError(`a person sends as their own address: sender must be '${personEmail}'`, "sender");
   }
-  const resolution = await resolveAgent(db, accountId, input.recipient, input.recipientAccount, personEmail);
+  const resolution = await resolveAgent(
+    db,
+    people,
+    accountId,
+    input.recipient,
+    input.recipientAccount,
+    personEmail,
+  );
   if (resolution.kind === "ambiguous") throw ambiguous(input.recipient, resolution.candidates);
   const recipientAgent = resolution.kind === "found" ? resolution.agent : null;
   if (recipientAgent?.connection_status !== "connected") {
@@ -76,9 +90,13 @@ export async function resolveParties(
       "recipient",
     );
   }
+  // A person sending is named by their address: sealed under their data key (decisions 6.5).
+  const senderPersonId = personEmail === null ? null : await people.personFor(personEmail);
   return {
     parties: {
       ...common(input, accountId, senderAgent ?? null),
+      ...(senderPersonId ? { sender: await people.seal(senderPersonId, input.sender), senderPersonId } : {}),
+      recipientPersonId: null,
       recipientAccountId: recipientAgent.account_id,
       recipientAgentId: recipientAgent.id,
     },
@@ -92,6 +110,7 @@ function common(input: PartiesInput, accountId: string, senderAgent: AgentRow | 
   return {
     mode: input.mode,
     sender: input.sender,
+    senderPersonId: null,
     senderAccountId: accountId,
     senderAgentId: senderAgent?.id ?? null,
     recipient: input.recipient,

@@ -29,6 +29,7 @@ import {
   loadSnapshotted,
   retryOnConflict,
   type Snapshotted,
+  SYSTEM_ACTOR,
   toAppend,
 } from "../streams.js";
 
@@ -45,8 +46,7 @@ export interface TransferDeps extends CommandDeps {
 /** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */
 const USAGE_SNAPSHOT = "usage/v2";
 /** The account stream's snapshot kind: a new shape of AccountState takes a new kind. */
-const ACCOUNT_SNAPSHOT = "account/v1";
-const SYSTEM: Actor = { accountId: null, keyId: null };
+const ACCOUNT_SNAPSHOT = "account/v2";
 
 /** What a new transfer is made of: the CreateTransfer command less the time the handler stamps. */
 export type NewTransfer = Omit<Extract<TransferCommand, { type: "CreateTransfer" }>, "type" | "now">;
@@ -84,7 +84,7 @@ export async function prepareSender(
   if (bytesAtMost !== null && bytesAtMost <= left) return sender;
   const overdue = await overdueTransfersOf(deps.db, accountId, deps.clock.now());
   if (overdue.length === 0) return sender;
-  for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM);
+  for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM_ACTOR);
   return loadSender(deps, accountId);
 }
 

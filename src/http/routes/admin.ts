@@ -2,23 +2,38 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { changePlan, createAccount, defaultAccountName } from "../../commands/accounts.js";
+import { type Erasure, type ErasureDeps, eraseAccount, erasePerson } from "../../commands/erasure.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
+import { adminActor } from "../auth.js";
 import { notFound } from "../errors.js";
 import { presentAccount } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { accountSchema, errors, nameSchema, timestamp } from "../schemas.js";
 
 const planSchema = z.enum(PLAN_IDS);
+const erasureSchema = z.object({
+  id: z.uuid(),
+  account_id: z.uuid().nullable(),
+  transfers: z.number().int(),
+  erased_at: timestamp,
+});
+
+const presentErasure = (erasure: Erasure) => ({
+  id: erasure.erasureId,
+  account_id: erasure.accountId,
+  transfers: erasure.transfers,
+  erased_at: erasure.erasedAt,
+});
 const ADMIN = { auth: "admin" as const };
-const ADMIN_ACTOR = { accountId: null, keyId: null };
 
 /** Decisions section 2: operator endpoints, registered only when ADMIN_TOKEN is set. */
 export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
   const { db, deps, testClock } = service;
+  const erasureDeps: ErasureDeps = { ...deps, db, mailer: service.mailer, settle };
 
   async function settledAccount(id: string) {
-    const account = await findAccount(db, id);
+    const account = await findAccount(db, deps.people, id);
     if (!account) throw new Error(`account ${id} missing from the read model after its write settled`);
     return presentAccount(account);
   }
@@ -57,7 +72,7 @@ export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         const result = await createAccount(
           deps,
           { email, name: name ?? defaultAccountName(email), plan },
-          ADMIN_ACTOR,
+          adminActor(request),
         );
         await settle(result.position);
         const { id, name: keyName, apiKey, createdAt } = result.apiKey;
@@ -81,12 +96,46 @@ export function adminRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         },
       },
       async (request) => {
-        const account = await findAccount(db, request.params.id);
+        const account = await findAccount(db, deps.people, request.params.id);
         if (!account) throw notFound("account");
-        const result = await changePlan(deps, account.id, request.body.plan, ADMIN_ACTOR);
+        const result = await changePlan(deps, account.id, request.body.plan, adminActor(request));
         await settle(result.position);
         return settledAccount(account.id);
       },
+    );
+
+    routes.post(
+      "/v1/admin/accounts/:id/erase",
+      {
+        config: ADMIN,
+        schema: {
+          tags: ["admin"],
+          summary: "Erase an account's personal data by destroying its data key (crypto-shredding)",
+          params: z.object({ id: z.string() }),
+          response: { 200: erasureSchema, ...errors(401, 404) },
+        },
+      },
+      async (request) => {
+        const account = await findAccount(db, deps.people, request.params.id);
+        if (!account) throw notFound("account");
+        return presentErasure(await eraseAccount(erasureDeps, account.id, adminActor(request)));
+      },
+    );
+
+    routes.post(
+      "/v1/admin/erasures",
+      {
+        config: ADMIN,
+        schema: {
+          tags: ["admin"],
+          summary:
+            "Erase a person's personal data by e-mail address (with their account, when they have one)",
+          body: z.object({ email: z.email().max(320) }),
+          response: { 200: erasureSchema, ...errors(400, 401, 415) },
+        },
+      },
+      async (request) =>
+        presentErasure(await erasePerson(erasureDeps, request.body.email, adminActor(request))),
     );
 
     if (testClock) {

@@ -180,7 +180,7 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         if (request.principal.kind !== "connectionToken")
           throw new Error("connect without a connection token");
         const keys = agentKeys(request.body.public_key, request.body.signing_public_key);
-        const result = await connectAgent(deps, request.principal.token, keys);
+        const result = await connectAgent(deps, request.principal.token, keys, request.id);
         await settle(result.position);
         const agent = await settledAgent(result.agentId);
         return {

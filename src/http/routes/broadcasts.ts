@@ -10,7 +10,7 @@ import {
   findBroadcast,
   listUnreadBroadcasts,
 } from "../../queries/broadcasts.js";
-import { callerAccount } from "../auth.js";
+import { adminActor, callerAccount } from "../auth.js";
 import { callingAgent } from "../calling-agent.js";
 import { notFound, validationError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
@@ -112,7 +112,7 @@ export function broadcastRoutes({ service, settle }: RouteContext): FastifyPlugi
             deps,
             { title, content, severity, affectedComponents: affected_components },
             agentIds,
-            { accountId: null, keyId: null },
+            adminActor(request),
           );
           await settle(result.position);
           const row = await findBroadcast(db, result.broadcastId);

@@ -33,6 +33,7 @@ export function connectionRoutes({ service, settle }: RouteContext): FastifyPlug
     const outgoing = row.requester_account_id === accountId;
     const peer = (await findAccount(
       db,
+      deps.people,
       outgoing ? row.invitee_account_id : row.requester_account_id,
     )) as AccountRow;
     return {
@@ -75,7 +76,7 @@ export function connectionRoutes({ service, settle }: RouteContext): FastifyPlug
       },
       async (request, reply) => {
         const caller = callerAccount(request);
-        const peer = await findAccountByEmailOrId(db, request.body.account);
+        const peer = await findAccountByEmailOrId(db, deps.people, request.body.account);
         if (!peer) throw notFound("account");
         const result = await requestConnection(deps, caller.accountId, peer.id, caller);
         await settle(result.position);

@@ -28,7 +28,7 @@ const resolvedSchema = z.object({
 
 /** Spec 4.6 and 4.7: whom an agent may send to, and the keys to encrypt for them. */
 export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
-  const { db } = service;
+  const { db, deps } = service;
 
   /**
    * Decisions 4.5: a person's receiving key, for a sender to encrypt to: once they have one, and
@@ -36,14 +36,14 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
    * gets the same 404 as for an address nobody holds.
    */
   async function resolvePerson(callerAccountId: string, email: string) {
-    const person = await findPersonByEmail(db, email);
+    const person = await findPersonByEmail(db, deps.people, email);
     const key = person?.email_verified ? person.receiving_key : null;
     const known =
       person !== undefined &&
       key !== null &&
       (person.account_id === callerAccountId ||
         (await areConnected(db, callerAccountId, person.account_id)) ||
-        (await hasSentToPerson(db, callerAccountId, email)));
+        (await hasSentToPerson(db, deps.people, callerAccountId, email)));
     if (!known || !person || !key) throw notFound("recipient");
     return {
       agent_id: person.email,
@@ -71,8 +71,9 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
         const caller = callerAccount(request);
         const agents = await sendableAgents(
           db,
+          deps.people,
           caller.accountId,
-          await verifiedPersonEmail(db, caller.accountId),
+          await verifiedPersonEmail(db, deps.people, caller.accountId),
         );
         return {
           agents: agents.map((agent) => {
@@ -110,8 +111,15 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
         const caller = callerAccount(request);
         const { agent_id: ref, account } = request.query;
         if (ref.includes("@")) return resolvePerson(caller.accountId, ref);
-        const personEmail = await verifiedPersonEmail(db, caller.accountId);
-        const resolution = await resolveAgent(db, caller.accountId, ref, account ?? null, personEmail);
+        const personEmail = await verifiedPersonEmail(db, deps.people, caller.accountId);
+        const resolution = await resolveAgent(
+          db,
+          deps.people,
+          caller.accountId,
+          ref,
+          account ?? null,
+          personEmail,
+        );
         if (resolution.kind === "ambiguous") throw ambiguous(ref, resolution.candidates);
         // Another account's agent without a connection is "not found", never "forbidden": no enumeration.
         if (resolution.kind === "none") throw notFound("agent");

@@ -67,9 +67,9 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
 
   /** The account object as the read models show it once a write has settled. */
   async function accountOf(accountId: string) {
-    const account = await findAccount(db, accountId);
+    const account = await findAccount(db, deps.people, accountId);
     if (!account) throw new Error(`account ${accountId} missing from the read model after its write settled`);
-    return presentAccount(account, await findPerson(db, accountId));
+    return presentAccount(account, await findPerson(db, deps.people, accountId));
   }
 
   return async (app) => {
@@ -92,7 +92,7 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
       },
       async (request, reply) => {
         const { email, password, name } = request.body;
-        const created = await signUp(deps, { email, password, name: name ?? null });
+        const created = await signUp(deps, { email, password, name: name ?? null }, request.id);
         await settle(created.position);
         return reply.status(201).send({ account: await accountOf(created.accountId) });
       },
@@ -110,7 +110,7 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         },
       },
       async (request) => {
-        const verified = await verifyEmail(deps, request.body.token);
+        const verified = await verifyEmail(deps, request.body.token, request.id);
         await settle(verified.position);
         return { account: await accountOf(verified.accountId) };
       },
@@ -133,7 +133,7 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
       async (request, reply) => {
         let session: Awaited<ReturnType<typeof logIn>>;
         try {
-          session = await logIn(deps, request.body);
+          session = await logIn(deps, request.body, request.id);
         } catch (error) {
           if (!(error instanceof LoginThrottled)) throw error;
           reply.header("Retry-After", String(error.retryAfterSeconds));
@@ -230,7 +230,7 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         },
       },
       async (request) => {
-        const person = await findPerson(db, callerAccount(request).accountId);
+        const person = await findPerson(db, deps.people, callerAccount(request).accountId);
         if (!person?.receiving_key) throw notFound("receiving key");
         return presentReceivingKey(person.receiving_key);
       },

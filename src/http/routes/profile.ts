@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { recordSeen } from "../../commands/agents.js";
 import { limitsOf } from "../../plans/catalog.js";
+import { revealRows } from "../../privacy/reveal.js";
 import { findAccount } from "../../queries/accounts.js";
 import { findAgent } from "../../queries/agents.js";
 import { unreadBroadcastCount, urgentUnreadBroadcasts } from "../../queries/broadcasts.js";
@@ -90,9 +91,9 @@ export function profileRoutes({ service, settle }: RouteContext): FastifyPluginA
       async (request) => {
         const caller = callerAccount(request);
         const chosen = await callingAgent(db, request, caller.accountId);
-        await settle((await recordSeen(deps, chosen.id)).position);
+        await settle((await recordSeen(deps, chosen.id, caller)).position);
         const agent = (await findAgent(db, chosen.id)) ?? chosen;
-        const account = await findAccount(db, caller.accountId);
+        const account = await findAccount(db, deps.people, caller.accountId);
         if (!account) throw new Error(`account ${caller.accountId} missing from the read model`);
         const limits = limitsOf(account.plan);
         const now = clock.now();
@@ -125,7 +126,8 @@ export function profileRoutes({ service, settle }: RouteContext): FastifyPluginA
           connections: { ...counts, paired_agents: paired },
           inbox: {
             unread_transfers: inbox.unread,
-            recent: inbox.recent.map((row) => ({
+            // A human sender's address is sealed (decisions 6.5): shown opened, or "[erased]".
+            recent: (await revealRows(deps.people, inbox.recent, ["sender"])).map((row) => ({
               id: row.id,
               sender: row.sender,
               status: row.status as "pending" | "active",

@@ -5,15 +5,16 @@ import type { Party } from "../../../domain/transfer.js";
 import { deleteTransfer, downloadTransfer } from "../../commands/transfers/download.js";
 import { confirmTransfer, createPresignedTransfer } from "../../commands/transfers/presigned.js";
 import { type StagedUpload, sendTransfer, stageUpload } from "../../commands/transfers/send.js";
+import { revealRow, revealRows } from "../../privacy/reveal.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
-import { verifiedPersonEmail } from "../../queries/humans.js";
+import { verifiedAddressee } from "../../queries/humans.js";
 import { findVisibleTransfer, inboxPage, listTransfers } from "../../queries/transfers.js";
 import { waitForRows } from "../../read-models/long-poll.js";
 import { callerAccount } from "../auth.js";
 import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
 import { acceptMultipart } from "../multipart.js";
-import { presentDownload, presentTransfer, viewOf } from "../presenters.js";
+import { presentDownload, presentTransfer, type TransferView, viewOf } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { errors, timestamp } from "../schemas.js";
 import {
@@ -37,6 +38,16 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
   const { db, clock, engine } = service;
   const deps = service.transferDeps;
   const base = service.config.publicBaseUrl;
+
+  /** Transfers as shown: a person's sealed address opened, or "[erased]" (decisions 6.5). */
+  async function present(views: TransferView[], now: Date) {
+    const shown = await revealRows(deps.people, views, ["sender", "recipient"]);
+    return shown.map((view) => presentTransfer(view, base, now));
+  }
+
+  async function presentOne(view: TransferView, now: Date) {
+    return presentTransfer(await revealRow(deps.people, view, ["sender", "recipient"]), base, now);
+  }
 
   /** Who asks: the caller's account and, with X-Service-Agent, the agent acting for it. */
   async function partyOf(request: FastifyRequest, accountId: string): Promise<Party> {
@@ -95,7 +106,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
             throw error;
           }
           await settle(sent.position);
-          return reply.status(201).send(presentTransfer(viewOf(sent.transfer), base, clock.now()));
+          return reply.status(201).send(await presentOne(viewOf(sent.transfer), clock.now()));
         },
       );
     });
@@ -159,7 +170,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         const by = { accountId: caller.accountId, agentId: null };
         const confirmed = await confirmTransfer(deps, by, caller, request.params.id);
         await settle(confirmed.position);
-        return presentTransfer(viewOf(confirmed.transfer), base, clock.now());
+        return presentOne(viewOf(confirmed.transfer), clock.now());
       },
     );
 
@@ -182,7 +193,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         const now = clock.now();
         const { rows, total } = await listTransfers(db, {
           accountId: caller.accountId,
-          personEmail: await verifiedPersonEmail(db, caller.accountId),
+          person: await verifiedAddressee(db, deps.people, caller.accountId),
           direction: direction ?? null,
           status: status ?? null,
           now,
@@ -190,7 +201,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           offset,
         });
         return {
-          transfers: rows.map((row) => presentTransfer(row, base, now)),
+          transfers: await present(rows, now),
           total,
           limit,
           offset,
@@ -236,7 +247,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
         const last = shown[shown.length - 1];
         const now = clock.now();
         return {
-          transfers: shown.map((row) => presentTransfer(row, base, now)),
+          transfers: await present(shown, now),
           next_cursor: last ? encodeCursor(last.inbox_position) : (cursor ?? null),
           has_more: rows.length > limit,
         };
@@ -255,10 +266,10 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       },
       async (request) => {
         const caller = callerAccount(request);
-        const personEmail = await verifiedPersonEmail(db, caller.accountId);
-        const row = await findVisibleTransfer(db, request.params.id, caller.accountId, personEmail);
+        const person = await verifiedAddressee(db, deps.people, caller.accountId);
+        const row = await findVisibleTransfer(db, request.params.id, caller.accountId, person);
         if (!row) throw notFound("transfer");
-        return presentTransfer(row, base, clock.now());
+        return presentOne(row, clock.now());
       },
     );
 

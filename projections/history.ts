@@ -1,0 +1,193 @@
+import type { Knex } from "knex";
+import type { ErasureEvent } from "../domain/erasure.js";
+import { categoryOf, idOf, streams } from "../domain/streams.js";
+import type { RecordedEvent } from "../src/eventstore/port.js";
+import { personalFields, publicData } from "../src/privacy/fields.js";
+import { ERASED } from "../src/privacy/personal-data.js";
+import type { Projection } from "./projection.js";
+
+/**
+ * History (decisions 6.1–6.3): one `history_entries` row per event that belongs to an account, an
+ * agent or a transfer, its data without secrets (personal data stays sealed, opened when read),
+ * and one `history_index` row per subject it belongs to (`account:<id>`, `agent:<id>`,
+ * `transfer:<id>`), so a transfer's history, an agent's and an account's audit feed are each one
+ * range of an index. A stream's later events name no parties, so the subjects of its first event
+ * are kept in `history_streams`. Rows are written in bulk, a batch at a time: a rebuild is one
+ * multi-row insert per thousand events rather than one statement per event.
+ */
+export const historyProjection: Projection = {
+  name: "history",
+  tables: ["history_entries", "history_index", "history_streams"],
+  apply: (trx, event) => applyHistory(trx, [event]),
+  applyBatch: applyHistory,
+};
+
+type Subjects = string[];
+
+const account = (id: unknown) => (typeof id === "string" ? [`account:${id}`] : []);
+const agent = (id: unknown) => (typeof id === "string" ? [`agent:${id}`] : []);
+
+/** The subjects a stream's first event gives every event of the stream, or null for none. */
+function streamSubjects(event: RecordedEvent): Subjects | null {
+  const id = idOf(event.streamId);
+  const d = event.data;
+  switch (event.type) {
+    case "AccountCreated":
+      return account(id);
+    case "AgentRegistered":
+      return [...account(d.accountId), ...agent(id)];
+    case "ApiKeyCreated":
+      return account(d.accountId);
+    case "TransferCreated":
+      return [
+        `transfer:${id}`,
+        ...account(d.senderAccountId),
+        ...account(d.recipientAccountId),
+        ...agent(d.senderAgentId),
+        ...agent(d.recipientAgentId),
+      ];
+    case "ConnectionRequested":
+      return [...account(d.requesterAccountId), ...account(d.inviteeAccountId)];
+    default:
+      return null;
+  }
+}
+
+/** Subjects an event names by itself, beyond its stream's. */
+function ownSubjects(event: RecordedEvent): Subjects {
+  const d = event.data;
+  const category = categoryOf(event.streamId);
+  const byCategory =
+    category === "usage" || category === "account"
+      ? account(idOf(event.streamId))
+      : category === "account_email"
+        ? account(d.accountId)
+        : event.type === "DownloadRecorded"
+          ? agent(d.downloaderAgentId)
+          : event.type === "BroadcastRead"
+            ? agent(d.agentId)
+            : event.type === "PersonErased"
+              ? [
+                  ...(d as ErasureEvent["data"]).accountIds.flatMap(account),
+                  ...(d as ErasureEvent["data"]).transferIds.map((t) => `transfer:${t}`),
+                ]
+              : [];
+  // An account always sees what it did itself.
+  return [...byCategory, ...account(event.metadata.accountId)];
+}
+
+interface Pending {
+  entries: { position: string; stream_id: string; type: string; at: string; actor: unknown; data: unknown }[];
+  index: { subject: string; position: string }[];
+  streams: { stream_id: string; subjects: string[] }[];
+}
+
+const CHUNK = 1000;
+
+async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void> {
+  const known = await knownStreams(trx, events);
+  let pending: Pending = { entries: [], index: [], streams: [] };
+  for (const event of events) {
+    const first = streamSubjects(event);
+    if (first && !known.has(event.streamId)) {
+      known.set(event.streamId, first);
+      pending.streams.push({ stream_id: event.streamId, subjects: first });
+    }
+    const subjects = [...new Set([...(known.get(event.streamId) ?? []), ...ownSubjects(event)])];
+    if (subjects.length > 0) {
+      pending.entries.push({
+        position: event.position,
+        stream_id: event.streamId,
+        type: event.type,
+        at: event.metadata.occurredAt,
+        actor: {
+          kind: event.metadata.actorKind,
+          account_id: event.metadata.accountId,
+          agent_id: event.metadata.agentId,
+          key_id: event.metadata.keyId,
+        },
+        data: publicData(event.data),
+      });
+      for (const subject of subjects) pending.index.push({ subject, position: event.position });
+    }
+    if (event.type === "PersonErased" || event.type === "AccountErased") {
+      await flush(trx, pending);
+      pending = { entries: [], index: [], streams: [] };
+      await redact(trx, event);
+    }
+  }
+  await flush(trx, pending);
+}
+
+/** Subjects remembered for the streams of this batch whose first event came in an earlier one. */
+async function knownStreams(trx: Knex.Transaction, events: RecordedEvent[]): Promise<Map<string, Subjects>> {
+  const later = [...new Set(events.filter((e) => e.revision > 0).map((e) => e.streamId))];
+  const known = new Map<string, Subjects>();
+  for (let i = 0; i < later.length; i += CHUNK) {
+    const rows = await trx("history_streams")
+      .whereIn("stream_id", later.slice(i, i + CHUNK))
+      .select<{ stream_id: string; subjects: string[] }[]>("stream_id", "subjects");
+    for (const row of rows) known.set(row.stream_id, row.subjects);
+  }
+  return known;
+}
+
+/**
+ * Inserts the pending rows, a table at a time, each column as one array parameter (`unnest`): one
+ * short statement however many rows, where a multi-row VALUES list would carry a parameter per
+ * field and cost more to parse and bind than to insert.
+ */
+async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
+  const column = <T, K extends keyof T>(rows: T[], key: K): T[K][] => rows.map((row) => row[key]);
+  if (pending.streams.length > 0) {
+    await trx.raw(
+      "insert into history_streams (stream_id, subjects) select s, string_to_array(j, ' ') from unnest(?::text[], ?::text[]) as t(s, j)",
+      [column(pending.streams, "stream_id"), pending.streams.map((row) => row.subjects.join(" "))],
+    );
+  }
+  if (pending.entries.length > 0) {
+    // The entries as one JSON document: their data is JSON already, and goes in without escaping.
+    await trx.raw(
+      "insert into history_entries select * from json_populate_recordset(null::history_entries, ?::json)",
+      [JSON.stringify(pending.entries)],
+    );
+  }
+  if (pending.index.length > 0) {
+    await trx.raw(
+      "insert into history_index (subject, position) select * from unnest(?::text[], ?::text[])",
+      [column(pending.index, "subject"), column(pending.index, "position")],
+    );
+  }
+}
+
+/**
+ * An erasure writes "[erased]" over the person's fields in the entries that held them: sealed
+ * values would read as erased anyway once the key is gone, but values written in clear before
+ * sealing existed would not, and a rebuilt row should say so in plain words too.
+ */
+async function redact(trx: Knex.Transaction, event: RecordedEvent): Promise<void> {
+  const accountId = idOf(event.streamId);
+  const targets =
+    event.type === "AccountErased"
+      ? [
+          { streamId: streams.account(accountId), type: "AccountCreated" },
+          { streamId: streams.human(accountId), type: "EmailVerificationRequested" },
+        ]
+      : (event.data as ErasureEvent["data"]).transferIds.map((id) => ({
+          streamId: streams.transfer(id),
+          type: "TransferCreated",
+        }));
+  for (const { streamId, type } of targets) {
+    const rows = await trx("history_entries")
+      .where({ stream_id: streamId, type })
+      .select<{ position: string; data: Record<string, unknown> }[]>("position", "data");
+    for (const row of rows) {
+      const fields = personalFields(type, row.data);
+      if (fields.length === 0) continue;
+      const erased = Object.fromEntries(fields.map((field) => [field, ERASED]));
+      await trx("history_entries")
+        .where({ position: row.position })
+        .update({ data: JSON.stringify({ ...row.data, ...erased }) });
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import type { HistoryEntry } from "@handoff/sdk";
+import { UsageError } from "../../cli-errors.js";
+import { accountClient } from "../environment.js";
+import { parseCommandArgs } from "../options.js";
+import { printJson } from "../output.js";
+
+/** Decisions 6.3: the most entries one audit page may hold. */
+const AUDIT_PAGE = 1000;
+
+/** `handoff history transfer|agent ID` (decisions 6.6): prints `{entries}` in log order. */
+export async function history(args: string[]): Promise<number> {
+  const { positionals } = parseCommandArgs(args, {}, true);
+  const [what, id, ...extra] = positionals;
+  if ((what !== "transfer" && what !== "agent") || !id || extra.length > 0) {
+    throw new UsageError("usage: handoff history transfer|agent ID");
+  }
+  const client = accountClient("cli");
+  const entries = what === "transfer" ? await client.transferHistory(id) : await client.agentHistory(id);
+  printJson({ entries });
+  return 0;
+}
+
+/** An ISO time for --from/--to, refused here rather than by the server when it is not one. */
+function timeOption(text: string | undefined, flag: string): string | undefined {
+  if (text === undefined) return undefined;
+  if (Number.isNaN(Date.parse(text)))
+    throw new UsageError(`${flag} must be an ISO time, e.g. 2026-11-01T00:00:00Z`);
+  return new Date(text).toISOString();
+}
+
+/**
+ * `handoff audit [--from T] [--to T] [--type TYPE]...` (decisions 6.6): the account's whole audit
+ * feed in the range, every page followed, printed as `{entries}`.
+ */
+export async function audit(args: string[]): Promise<number> {
+  const { values } = parseCommandArgs(args, {
+    from: { type: "string" },
+    to: { type: "string" },
+    type: { type: "string", multiple: true },
+  });
+  const client = accountClient("cli");
+  const query = {
+    from: timeOption(values.from, "--from"),
+    to: timeOption(values.to, "--to"),
+    types: values.type ?? [],
+    limit: AUDIT_PAGE,
+  };
+  const entries: HistoryEntry[] = [];
+  let page = await client.audit(query);
+  entries.push(...page.entries);
+  while (page.has_more && page.next_cursor) {
+    page = await client.audit({ ...query, cursor: page.next_cursor });
+    entries.push(...page.entries);
+  }
+  printJson({ entries });
+  return 0;
+}
+
+/** `handoff report --month YYYY-MM [--csv]` (decisions 6.4): the compliance report, JSON or CSV. */
+export async function report(args: string[]): Promise<number> {
+  const { values } = parseCommandArgs(args, { month: { type: "string" }, csv: { type: "boolean" } });
+  if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) {
+    throw new UsageError("--month YYYY-MM is required");
+  }
+  const client = accountClient("cli");
+  if (values.csv) process.stdout.write(await client.complianceReportCsv(values.month));
+  else printJson(await client.complianceReport(values.month));
+  return 0;
+}
