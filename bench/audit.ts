@@ -30,7 +30,6 @@ import {
   benchDatabase,
   createAccount,
   guard,
-  type JsonAnswer,
   loadAverage,
   pad,
   registerAgent,
@@ -49,12 +48,6 @@ const SEED_BATCH = 500;
 const TARGET_AUDIT = 5_000;
 const TARGET_REBUILD = 20_000;
 const TIME_LIMIT_MS = 9 * 60 * 1000;
-
-interface AuditPage {
-  entries: unknown[];
-  next_cursor: string | null;
-  has_more: boolean;
-}
 
 interface Seeded {
   accountId: string;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { accountDecider, claimEmail, type EmailClaimEvent } from "../../domain/account.js";
+import { accountDecider } from "../../domain/account.js";
 import { DomainError } from "../../domain/decider.js";
 import { decideLogin, humanDecider, type ReceivingKeyKdf } from "../../domain/human.js";
 import { sessionDecider } from "../../domain/session.js";

@@ -38,7 +38,7 @@ async function audit(t: TestApp, key: string, query = "") {
 }
 
 const sorted = (entries: Entry[]) =>
-  entries.map((e) => e.position).every((p, i, all) => i === 0 || all[i - 1]! < p);
+  entries.map((e) => e.position).every((p, i, all) => i === 0 || (all[i - 1] ?? "") < p);
 
 describe("history, audit and compliance reports (decisions 6.1–6.4)", () => {
   let t: TestApp;
@@ -200,7 +200,7 @@ describe("history, audit and compliance reports (decisions 6.1–6.4)", () => {
     const filtered = await audit(t, apiKey, "type=ApiKeyCreated&type=ApiKeyRevoked");
     expect(filtered.entries.map((e) => e.type)).toEqual(["ApiKeyCreated", "ApiKeyCreated", "ApiKeyRevoked"]);
 
-    const middle = all.entries[Math.floor(all.entries.length / 2)]!;
+    const middle = all.entries[Math.floor(all.entries.length / 2)] as Entry;
     const from = await audit(t, apiKey, `from=${encodeURIComponent(middle.at)}`);
     expect(from.entries.every((e) => e.at >= middle.at)).toBe(true);
     const before = await audit(t, apiKey, `to=${encodeURIComponent(middle.at)}`);
