@@ -12,6 +12,7 @@ interface Reply {
  * far smaller; 32 MB keeps it cached and the process within its memory budget.
  */
 const EMBEDDED_SETTINGS = ["shared_buffers = 16MB"];
+const WORKER_YOUNG_GENERATION_MB = 8;
 
 /**
  * Creates a new data directory (initdb) in a short-lived child process: initdb grows PGlite's
@@ -77,6 +78,9 @@ export class PGliteThread {
   constructor(directory: string | null) {
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
+      // The thread's own JavaScript is small (messages in, rows out); V8's default young generation
+      // for it would hold tens of MB of garbage between scavenges.
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       workerData: {
         directory,
         pglite: import.meta.resolve("@electric-sql/pglite"),
