@@ -12,6 +12,7 @@ import {
   WrongExpectedVersionError,
 } from "../eventstore/port.js";
 import type { CommandDeps } from "./deps.js";
+import type { Snapshot } from "./snapshots.js";
 
 type DomainEvent = { type: string; data: object };
 
@@ -58,6 +59,40 @@ export async function loadSnapshotted<State, Event extends DomainEvent>(
 ): Promise<Snapshotted<State>> {
   const snapshot = await deps.snapshots.read<State>(streamId, kind);
   const recorded = await deps.store.readStream(streamId, snapshot ? snapshot.revision + 1 : 0);
+  return foldAfter(deps, { decider, kind, streamId }, snapshot, recorded);
+}
+
+/** What loadSnapshotted loads: a stream, its decider's fold and its snapshot kind. */
+export interface SnapshottedStream<State, Event extends DomainEvent> {
+  decider: Evolving<State, Event>;
+  kind: string;
+  streamId: string;
+}
+
+/** Two snapshotted streams loaded as loadSnapshotted would, with one read of the log for both. */
+export async function loadSnapshottedPair<A, EventA extends DomainEvent, B, EventB extends DomainEvent>(
+  deps: Pick<CommandDeps, "store" | "snapshots">,
+  first: SnapshottedStream<A, EventA>,
+  second: SnapshottedStream<B, EventB>,
+): Promise<[Snapshotted<A>, Snapshotted<B>]> {
+  const snapshotA = await deps.snapshots.read<A>(first.streamId, first.kind);
+  const snapshotB = await deps.snapshots.read<B>(second.streamId, second.kind);
+  const [recordedA = [], recordedB = []] = await deps.store.readStreams([
+    { streamId: first.streamId, fromRevision: snapshotA ? snapshotA.revision + 1 : 0 },
+    { streamId: second.streamId, fromRevision: snapshotB ? snapshotB.revision + 1 : 0 },
+  ]);
+  return [
+    await foldAfter(deps, first, snapshotA, recordedA),
+    await foldAfter(deps, second, snapshotB, recordedB),
+  ];
+}
+
+async function foldAfter<State, Event extends DomainEvent>(
+  deps: Pick<CommandDeps, "snapshots">,
+  { decider, kind, streamId }: SnapshottedStream<State, Event>,
+  snapshot: Snapshot<State> | null,
+  recorded: RecordedEvent[],
+): Promise<Snapshotted<State>> {
   const state = recorded
     .map(asEvent<Event>)
     .reduce(decider.evolve, snapshot?.state ?? decider.initialState());

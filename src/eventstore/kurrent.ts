@@ -29,6 +29,7 @@ import {
   type Position,
   type RecordedEvent,
   type StreamAppend,
+  type StreamRead,
   type SubscribeOptions,
   type Subscription,
   WrongExpectedVersionError,
@@ -236,6 +237,10 @@ export class KurrentEventStore implements EventStore {
       if (resolved.event) return positionOf(resolved.event, resolved.commitPosition);
     }
     throw new Error(`stream ${streamId} is empty right after an append to it`);
+  }
+
+  async readStreams(reads: StreamRead[]): Promise<RecordedEvent[][]> {
+    return Promise.all(reads.map((read) => this.readStream(read.streamId, read.fromRevision)));
   }
 
   async readStream(streamId: string, fromRevision = 0): Promise<RecordedEvent[]> {

@@ -69,6 +69,11 @@ export interface SubscribeOptions {
   batchSize?: number;
 }
 
+export interface StreamRead {
+  streamId: string;
+  fromRevision: number;
+}
+
 export interface EventStore {
   /** Appends to one stream; throws WrongExpectedVersionError when `expected` does not hold. */
   append(streamId: string, expected: ExpectedVersion, events: EventToAppend[]): Promise<AppendResult>;
@@ -76,6 +81,8 @@ export interface EventStore {
   appendMany(appends: StreamAppend[]): Promise<{ position: Position }>;
   /** The events of one stream from `fromRevision` (default 0) in revision order; [] when there are none. */
   readStream(streamId: string, fromRevision?: number): Promise<RecordedEvent[]>;
+  /** Several different streams' events at once, each as readStream gives them, in the order asked for. */
+  readStreams(reads: StreamRead[]): Promise<RecordedEvent[][]>;
   /** Up to `limit` events after `from`, in commit order, never skipping one committed later. */
   readAll(from: Position | null, limit: number): Promise<RecordedEvent[]>;
   /** Position of the newest event a reader can see, or null for an empty log. */

@@ -13,6 +13,7 @@ import {
   type Position,
   type RecordedEvent,
   type StreamAppend,
+  type StreamRead,
   type SubscribeOptions,
   type Subscription,
   WrongExpectedVersionError,
@@ -120,6 +121,26 @@ export class PostgresEventStore implements EventStore {
       [streamId, fromRevision],
     );
     return rows.rows.map(toRecorded);
+  }
+
+  /** One statement for all of them: each is a round trip, and a create reads two streams in its turn. */
+  async readStreams(reads: StreamRead[]): Promise<RecordedEvent[][]> {
+    if (reads.length === 0) return [];
+    if (new Set(reads.map((read) => read.streamId)).size !== reads.length) {
+      throw new Error("readStreams reads each stream once");
+    }
+    const rows = await this.db.raw<{ rows: EventRow[] }>(
+      `select ${EVENT_COLUMNS} from events
+        where ${reads.map(() => "(stream_id = ? and revision >= ?)").join(" or ")}
+        order by stream_id, revision`,
+      reads.flatMap((read) => [read.streamId, read.fromRevision]),
+    );
+    const byStream = new Map<string, RecordedEvent[]>();
+    for (const row of rows.rows) {
+      const recorded = toRecorded(row);
+      byStream.set(recorded.streamId, [...(byStream.get(recorded.streamId) ?? []), recorded]);
+    }
+    return reads.map((read) => byStream.get(read.streamId) ?? []);
   }
 
   async readAll(from: Position | null, limit: number): Promise<RecordedEvent[]> {

@@ -120,6 +120,22 @@ export function eventStoreContract(
       expect(await store.readStream(id, 3)).toEqual([]);
     });
 
+    it("reads several streams at once, each from its own revision, as readStream would", async () => {
+      const first = stream("several-a");
+      const second = stream("several-b");
+      await store.append(first, NO_STREAM, [event("A1"), event("A2"), event("A3")]);
+      await store.append(second, NO_STREAM, [event("B1"), event("B2")]);
+      const [fromFirst, fromMissing, fromSecond] = await store.readStreams([
+        { streamId: first, fromRevision: 1 },
+        { streamId: stream("several-missing"), fromRevision: 0 },
+        { streamId: second, fromRevision: 0 },
+      ]);
+      expect(fromFirst).toEqual(await store.readStream(first, 1));
+      expect(types(fromFirst ?? [])).toEqual(["A2", "A3"]);
+      expect(fromMissing).toEqual([]);
+      expect(types(fromSecond ?? [])).toEqual(["B1", "B2"]);
+    });
+
     it("reads a stream in revision order with data and metadata intact, and [] for a missing one", async () => {
       const id = stream("read");
       await store.append(id, NO_STREAM, [event("A", { n: 1, nested: { ok: true } }), event("B", { n: 2 })]);

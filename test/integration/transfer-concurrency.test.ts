@@ -49,7 +49,7 @@ async function countingConflicts<T>(
   run: () => Promise<T>,
 ): Promise<{ result: T; conflicts: number }> {
   const store = t.service.store;
-  const { appendMany, readStream } = store;
+  const { appendMany, readStream, readStreams } = store;
   let conflicts = 0;
   store.appendMany = async (appends) => {
     try {
@@ -65,12 +65,18 @@ async function countingConflicts<T>(
       await delay(holdReadsMs);
       return events;
     };
+    store.readStreams = async (reads) => {
+      const events = await readStreams.call(store, reads);
+      await delay(holdReadsMs);
+      return events;
+    };
   }
   try {
     return { result: await run(), conflicts };
   } finally {
     store.appendMany = appendMany;
     store.readStream = readStream;
+    store.readStreams = readStreams;
   }
 }
 

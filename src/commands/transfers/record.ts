@@ -27,6 +27,7 @@ import {
   keepSnapshot,
   load,
   loadSnapshotted,
+  loadSnapshottedPair,
   retryOnConflict,
   type Snapshotted,
   SYSTEM_ACTOR,
@@ -59,9 +60,12 @@ export interface Sender {
 }
 
 async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
-  const account = await loadSnapshotted(deps, accountDecider, ACCOUNT_SNAPSHOT, streams.account(accountId));
+  const [account, usage] = await loadSnapshottedPair(
+    deps,
+    { decider: accountDecider, kind: ACCOUNT_SNAPSHOT, streamId: streams.account(accountId) },
+    { decider: usageDecider, kind: USAGE_SNAPSHOT, streamId: streams.usage(accountId) },
+  );
   if (!account.state.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
-  const usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
   return { limits: limitsOf(account.state.plan), account, usage };
 }
 
