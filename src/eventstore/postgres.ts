@@ -135,10 +135,10 @@ export class PostgresEventStore implements EventStore {
         order by stream_id, revision`,
       reads.flatMap((read) => [read.streamId, read.fromRevision]),
     );
-    const byStream = new Map<string, RecordedEvent[]>();
+    const byStream = new Map<string, RecordedEvent[]>(reads.map((read) => [read.streamId, []]));
     for (const row of rows.rows) {
       const recorded = toRecorded(row);
-      byStream.set(recorded.streamId, [...(byStream.get(recorded.streamId) ?? []), recorded]);
+      byStream.get(recorded.streamId)?.push(recorded);
     }
     return reads.map((read) => byStream.get(read.streamId) ?? []);
   }

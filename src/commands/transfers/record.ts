@@ -133,26 +133,11 @@ async function createTogether(
     const countedToStore: StreamAppend["events"] = [];
     for (const { input, actor } of queued) {
       try {
-        const created = accepted(
-          transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
-            limits,
-          }),
-        );
-        const counts = accepted(
-          usageDecider.decide(
-            {
-              type: "CountTransfer",
-              transferId: input.transferId,
-              period: billingPeriodStart(account.state.createdAt, now),
-              bytes: bytesOf(input.files),
-              // Spec section 8: sends to people without an account are limited per UTC day.
-              inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
-              expiresAt: input.terms.expiresAt,
-            },
-            books,
-            { limits },
-          ),
-        );
+        const { created, counts } = decideCreate(input, books, {
+          limits,
+          accountCreatedAt: account.state.createdAt,
+          now,
+        });
         books = counts.reduce(usageDecider.evolve, books);
         counted.push(...counts);
         countedToStore.push(...toAppend(usage, counts, actor, now).events);
@@ -184,6 +169,38 @@ async function createTogether(
         : { ok: true, value: { position: position ?? "", transfer: d } },
     );
   });
+}
+
+/**
+ * One create as its turn decides it: the transfer's events, and its count on the sender's books
+ * as the creates before it in the turn left them. Throws the refusal of either decider.
+ */
+function decideCreate(
+  input: NewTransfer,
+  books: UsageState,
+  { limits, accountCreatedAt, now }: { limits: PlanLimits; accountCreatedAt: string; now: string },
+): { created: TransferEvent[]; counts: UsageEvent[] } {
+  const created = accepted(
+    transferDecider.decide({ type: "CreateTransfer", ...input, now }, transferDecider.initialState(), {
+      limits,
+    }),
+  );
+  const counts = accepted(
+    usageDecider.decide(
+      {
+        type: "CountTransfer",
+        transferId: input.transferId,
+        period: billingPeriodStart(accountCreatedAt, now),
+        bytes: bytesOf(input.files),
+        // Spec section 8: sends to people without an account are limited per UTC day.
+        inviteDay: input.human && !input.human.registered ? now.slice(0, 10) : null,
+        expiresAt: input.terms.expiresAt,
+      },
+      books,
+      { limits },
+    ),
+  );
+  return { created, counts };
 }
 
 /** A change command without its time, which the handler stamps from the service clock. */
