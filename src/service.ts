@@ -11,6 +11,7 @@ import type { HumanDeps } from "./commands/humans.js";
 import { SnapshotStore } from "./commands/snapshots.js";
 import { StreamLock } from "./commands/stream-lock.js";
 import type { TransferDeps } from "./commands/transfers/record.js";
+import { WatchedEventStore } from "./commands/watched-store.js";
 import type { Config } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
 import { KurrentEventStore } from "./eventstore/kurrent.js";
@@ -26,6 +27,7 @@ import { RedisCounter } from "./rate-limits/redis.js";
 import { peopleMailer } from "./reactors/people-mail.js";
 import { Reactor } from "./reactors/reactor.js";
 import { ProjectionEngine } from "./read-models/engine.js";
+import { HotLookups } from "./read-models/hot-rows.js";
 import { HeldContentKeys } from "./security/at-rest.js";
 import { HumanTokens } from "./security/human-tokens.js";
 import { loadServerKey } from "./security/server-key.js";
@@ -95,12 +97,16 @@ export async function openService(config: Config, options: ServiceOptions = {}):
       : { kind: "pglite", directory: join(config.dataDir, "pg") },
   );
   await migrate(db);
-  const store: EventStore = config.eventStoreUrl
+  const log: EventStore = config.eventStoreUrl
     ? await KurrentEventStore.connect(config.eventStoreUrl)
     : await new PostgresEventStore(
         db,
-        config.databaseUrl ? { listenUrl: config.databaseUrl } : { idlePollMs: EMBEDDED_IDLE_POLL_MS },
+        config.databaseUrl
+          ? { listenUrl: config.databaseUrl }
+          : { idlePollMs: EMBEDDED_IDLE_POLL_MS, soleWriter: true },
       ).open();
+  const snapshots = new SnapshotStore(db, () => log.foreignAppends());
+  const store = new WatchedEventStore(log, snapshots);
   const testClock = config.testClock ? new AdjustableClock() : null;
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);
@@ -114,11 +120,19 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     store,
     clock,
     serverKey,
-    snapshots: new SnapshotStore(db),
+    snapshots,
     people: new PersonalData(db, serverKey),
     streamLock: new StreamLock(),
   };
-  const transferDeps: TransferDeps = { ...deps, db, blobs, heldKeys: new HeldContentKeys(db, serverKey) };
+  const hot = new HotLookups(db, deps.people);
+  engine.follow(hot);
+  const transferDeps: TransferDeps = {
+    ...deps,
+    db,
+    hot,
+    blobs,
+    heldKeys: new HeldContentKeys(db, serverKey),
+  };
   const tokens = new HumanTokens(serverKey);
   const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));
   testClock?.onAdvance(() => housekeeper.wake());

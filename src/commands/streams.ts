@@ -12,7 +12,7 @@ import {
   WrongExpectedVersionError,
 } from "../eventstore/port.js";
 import type { CommandDeps } from "./deps.js";
-import type { Snapshot } from "./snapshots.js";
+import type { Mark, Snapshot } from "./snapshots.js";
 
 type DomainEvent = { type: string; data: object };
 
@@ -41,55 +41,87 @@ export async function load<State, Event extends DomainEvent>(
   };
 }
 
-/** A stream that grows with use, loaded from its latest snapshot (`kind`: the state's shape). */
+/** A stream loaded through the remembered states (`kind`: the state's shape). */
 export interface Snapshotted<State> extends Loaded<State> {
   kind: string;
+  /** When it was loaded: what the state kept after an append on it is current as of. */
+  mark: Mark;
+  /** Whether its states are stored in the snapshot table, or only remembered. */
+  stored: boolean;
 }
 
-/**
- * Folds a stream from its latest snapshot and the events after it, and keeps the state it reached
- * (an account's stream gains an event with every API key without being loaded this way, so a load
- * may be the first to see 50 new events).
- */
-export async function loadSnapshotted<State, Event extends DomainEvent>(
-  deps: Pick<CommandDeps, "store" | "snapshots">,
-  decider: Evolving<State, Event>,
-  kind: string,
-  streamId: string,
-): Promise<Snapshotted<State>> {
-  const snapshot = await deps.snapshots.read<State>(streamId, kind);
-  const recorded = await deps.store.readStream(streamId, snapshot ? snapshot.revision + 1 : 0);
-  return foldAfter(deps, { decider, kind, streamId }, snapshot, recorded);
-}
-
-/** What loadSnapshotted loads: a stream, its decider's fold and its snapshot kind. */
+/** What loadSnapshotted loads: a stream, its decider's fold and its state's kind. */
 export interface SnapshottedStream<State, Event extends DomainEvent> {
   decider: Evolving<State, Event>;
   kind: string;
   streamId: string;
+  /**
+   * A stream that stays short (a transfer's): remembered, never stored in the snapshot table, so
+   * that loading one this process does not remember costs one read of the log.
+   */
+  short?: boolean;
 }
 
-/** Two snapshotted streams loaded as loadSnapshotted would, with one read of the log for both. */
+type SnapshotDeps = Pick<CommandDeps, "store" | "snapshots">;
+
+/**
+ * Loads a stream as a command decides on it: the state this process remembers when it is current
+ * (SnapshotStore), else folded from the latest snapshot and the events after it, and kept (an
+ * account's stream gains an event with every API key without being loaded this way, so a load may
+ * be the first to see 50 new events).
+ */
+export async function loadSnapshotted<State, Event extends DomainEvent>(
+  deps: SnapshotDeps,
+  stream: SnapshottedStream<State, Event>,
+): Promise<Snapshotted<State>> {
+  const [loaded] = await loadSnapshottedAll(deps, [stream]);
+  if (!loaded) throw new Error(`${stream.streamId} not loaded`);
+  return loaded;
+}
+
+/** Two snapshotted streams loaded as loadSnapshotted would, with at most one read of the log for both. */
 export async function loadSnapshottedPair<A, EventA extends DomainEvent, B, EventB extends DomainEvent>(
-  deps: Pick<CommandDeps, "store" | "snapshots">,
+  deps: SnapshotDeps,
   first: SnapshottedStream<A, EventA>,
   second: SnapshottedStream<B, EventB>,
 ): Promise<[Snapshotted<A>, Snapshotted<B>]> {
-  const snapshotA = await deps.snapshots.read<A>(first.streamId, first.kind);
-  const snapshotB = await deps.snapshots.read<B>(second.streamId, second.kind);
-  const [recordedA = [], recordedB = []] = await deps.store.readStreams([
-    { streamId: first.streamId, fromRevision: snapshotA ? snapshotA.revision + 1 : 0 },
-    { streamId: second.streamId, fromRevision: snapshotB ? snapshotB.revision + 1 : 0 },
-  ]);
-  return [
-    await foldAfter(deps, first, snapshotA, recordedA),
-    await foldAfter(deps, second, snapshotB, recordedB),
-  ];
+  const [a, b] = await loadSnapshottedAll(deps, [first, second] as SnapshottedStream<unknown, DomainEvent>[]);
+  if (!a || !b) throw new Error(`${first.streamId} and ${second.streamId} not loaded`);
+  return [a as Snapshotted<A>, b as Snapshotted<B>];
+}
+
+async function loadSnapshottedAll<State, Event extends DomainEvent>(
+  deps: SnapshotDeps,
+  wanted: SnapshottedStream<State, Event>[],
+): Promise<Snapshotted<State>[]> {
+  const mark = deps.snapshots.mark();
+  const starts = await Promise.all(
+    wanted.map(async ({ streamId, kind, short }) => {
+      const current = deps.snapshots.current<State>(streamId, kind);
+      if (current) return { current, snapshot: current };
+      return { current: null, snapshot: short ? null : await deps.snapshots.read<State>(streamId, kind) };
+    }),
+  );
+  const unread = wanted.flatMap((stream, i) =>
+    starts[i]?.current
+      ? []
+      : [{ streamId: stream.streamId, fromRevision: (starts[i]?.snapshot?.revision ?? -1) + 1 }],
+  );
+  const recorded = unread.length === 0 ? [] : await deps.store.readStreams(unread);
+  let next = 0;
+  return Promise.all(
+    wanted.map((stream, i) => {
+      const start = starts[i];
+      const events = start?.current ? [] : (recorded[next++] ?? []);
+      return foldAfter(deps, stream, mark, start?.snapshot ?? null, events);
+    }),
+  );
 }
 
 async function foldAfter<State, Event extends DomainEvent>(
   deps: Pick<CommandDeps, "snapshots">,
-  { decider, kind, streamId }: SnapshottedStream<State, Event>,
+  { decider, kind, streamId, short = false }: SnapshottedStream<State, Event>,
+  mark: Mark,
   snapshot: Snapshot<State> | null,
   recorded: RecordedEvent[],
 ): Promise<Snapshotted<State>> {
@@ -97,8 +129,10 @@ async function foldAfter<State, Event extends DomainEvent>(
     .map(asEvent<Event>)
     .reduce(decider.evolve, snapshot?.state ?? decider.initialState());
   const last = recorded.at(-1)?.revision ?? snapshot?.revision;
-  if (last !== undefined) await deps.snapshots.keep(streamId, kind, { revision: last, state });
-  return { streamId, state, expected: last ?? NO_STREAM, kind };
+  const stored = !short;
+  if (last !== undefined)
+    await deps.snapshots.keep(streamId, kind, { revision: last, state }, mark, { stored });
+  return { streamId, state, expected: last ?? NO_STREAM, kind, mark, stored };
 }
 
 /** After an append to a snapshotted stream: keeps the state it now has. */
@@ -111,7 +145,9 @@ export async function keepSnapshot<State, Event extends DomainEvent>(
   if (events.length === 0) return;
   const revision = (typeof loaded.expected === "number" ? loaded.expected : -1) + events.length;
   const state = events.reduce(decider.evolve, loaded.state);
-  await deps.snapshots.keep(loaded.streamId, loaded.kind, { revision, state });
+  await deps.snapshots.keep(loaded.streamId, loaded.kind, { revision, state }, loaded.mark, {
+    stored: loaded.stored,
+  });
 }
 
 /** Who caused a change: recorded in every event's metadata for audits. */

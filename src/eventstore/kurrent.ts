@@ -296,6 +296,11 @@ export class KurrentEventStore implements EventStore {
     return pollingSubscription((from, limit) => this.readAll(from, limit), this.signal, options);
   }
 
+  /** Other clients' appends are not announced to this one: remembered states are never trusted unread. */
+  foreignAppends(): null {
+    return null;
+  }
+
   async ping(): Promise<void> {
     await this.readAllPage(END, 1, true);
   }

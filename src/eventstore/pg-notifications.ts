@@ -17,6 +17,13 @@ export class AppendListener {
   readonly instanceId = randomUUID();
   private client: pg.Client | null = null;
   private stopped = false;
+  /** Moves with every other process's append heard, and with every (re)connection: appends made while no one listened went unheard. */
+  private heard = 0;
+
+  /** EventStore.foreignAppends: null while not listening. */
+  foreignAppends(): number | null {
+    return this.client ? this.heard : null;
+  }
   private retry: NodeJS.Timeout | null = null;
 
   constructor(
@@ -27,13 +34,16 @@ export class AppendListener {
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url });
     client.on("notification", ({ payload }) => {
-      if (payload !== this.instanceId) this.signal.notify();
+      if (payload === this.instanceId) return;
+      this.heard++;
+      this.signal.notify();
     });
     client.on("error", () => this.reconnect(client));
     client.on("end", () => this.reconnect(client));
     try {
       await client.connect();
       await client.query(`listen ${APPEND_CHANNEL}`);
+      this.heard++;
       this.client = client;
       // Appends made while no one listened are found now rather than at the next idle poll.
       this.signal.notify();

@@ -89,6 +89,13 @@ export interface EventStore {
   headPosition(): Promise<Position | null>;
   /** A catch-up subscription to the global log. */
   subscribe(options: SubscribeOptions): Subscription;
+  /**
+   * How many appends by other processes this process has heard of so far, or null when it cannot
+   * tell (another process may be appending unheard). A stream read while this was n has had no
+   * other writer since, as long as it is still n: the commands trust the states they remember on
+   * that (src/commands/snapshots.ts). News of another process's append takes a few milliseconds.
+   */
+  foreignAppends(): number | null;
   /** Answers when the store is reachable. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -77,12 +77,15 @@ export interface PostgresEventStoreOptions {
    * connection of their own to this URL, so every instance sees every append at once.
    */
   listenUrl?: string;
+  /** No other process can append (an embedded database, opened by one process at a time). */
+  soleWriter?: boolean;
 }
 
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private readonly idlePollMs: number;
   private readonly listener: AppendListener | null;
+  private readonly soleWriter: boolean;
 
   constructor(
     private readonly db: Knex,
@@ -90,6 +93,7 @@ export class PostgresEventStore implements EventStore {
   ) {
     this.idlePollMs = options.idlePollMs ?? DEFAULT_IDLE_POLL_MS;
     this.listener = options.listenUrl ? new AppendListener(options.listenUrl, this.signal) : null;
+    this.soleWriter = options.soleWriter ?? false;
   }
 
   /** Starts listening for other processes' appends (PostgreSQL only). */
@@ -174,6 +178,11 @@ export class PostgresEventStore implements EventStore {
       options,
       this.idlePollMs,
     );
+  }
+
+  foreignAppends(): number | null {
+    if (this.soleWriter) return 0;
+    return this.listener?.foreignAppends() ?? null;
   }
 
   async ping(): Promise<void> {

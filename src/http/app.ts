@@ -96,6 +96,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   });
   registerAuthentication(app, {
     db: service.db,
+    hot: service.transferDeps.hot,
     adminToken: service.config.adminToken,
     tokens: service.tokens,
     clock: service.clock,

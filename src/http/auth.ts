@@ -3,6 +3,7 @@ import type { Knex } from "knex";
 import type { Clock } from "../clock.js";
 import type { Actor } from "../commands/streams.js";
 import { openSessionAccount } from "../queries/humans.js";
+import type { HotLookups } from "../read-models/hot-rows.js";
 import { type HumanTokens, SESSION_TOKEN_PREFIX } from "../security/human-tokens.js";
 import {
   API_KEY_PREFIX,
@@ -46,13 +47,10 @@ export function bearer(request: FastifyRequest): string | null {
   return match?.[1] ?? null;
 }
 
-async function accountOfApiKey(db: Knex, key: string): Promise<Principal | null> {
+async function accountOfApiKey(hot: HotLookups, key: string): Promise<Principal | null> {
   if (!apiKeyWellFormed(key)) return null;
   const digest = sha256Hex(key);
-  const row = await db("api_keys")
-    .where({ key_hash: digest })
-    .whereNull("revoked_at")
-    .first<{ id: string; account_id: string; key_hash: string } | undefined>();
+  const row = await hot.liveApiKey(digest);
   if (!row || !digestsEqual(row.key_hash, digest)) return null;
   return { kind: "account", accountId: row.account_id, credential: { kind: "api_key", keyId: row.id } };
 }
@@ -71,6 +69,7 @@ async function accountOfSession(
 
 export interface AuthDeps {
   db: Knex;
+  hot: HotLookups;
   adminToken: string | null;
   tokens: HumanTokens;
   clock: Clock;
@@ -82,7 +81,7 @@ export interface AuthDeps {
  */
 export function registerAuthentication(
   app: FastifyInstance,
-  { db, adminToken, tokens, clock }: AuthDeps,
+  { db, hot, adminToken, tokens, clock }: AuthDeps,
 ): void {
   app.decorateRequest("principal", null as never);
   app.addHook("onRequest", async (request) => {
@@ -117,7 +116,7 @@ export function registerAuthentication(
         }
         if (scheme === "session") throw unauthorized("expected a session token (hss_…): log in first");
         if (!token.startsWith(API_KEY_PREFIX)) throw unauthorized("expected an API key (hnd_…) or a session");
-        const principal = await accountOfApiKey(db, token);
+        const principal = await accountOfApiKey(hot, token);
         if (!principal) throw unauthorized("invalid or revoked API key");
         request.principal = principal;
         return;

@@ -1,7 +1,6 @@
-import type { Knex } from "knex";
-import { ERASED, type PersonalData } from "../privacy/personal-data.js";
+import { ERASED } from "../privacy/personal-data.js";
 import { isUuid } from "../queries/agents.js";
-import { type AgentWithAccount, visibleAgents } from "../queries/connections.js";
+import type { AgentWithAccount } from "../queries/connections.js";
 import { HttpError } from "./errors.js";
 
 /** Decisions/spec 7: candidates show an address only masked, never in full. */
@@ -25,21 +24,17 @@ export type Resolution =
   | { kind: "ambiguous"; candidates: AgentWithAccount[] };
 
 /**
- * Finds the agent a caller means by a slug or UUID (spec 4.7, decisions 3.5): its own agent first;
- * else the one agent of that slug on a connected account; several → ambiguous, to be retried with
- * `account` (an e-mail, UUID or display name) naming which. A verified person (`personEmail`) also
- * reaches the agents of accounts that have sent to them (decisions 4.6).
+ * Picks the agent a caller means by a slug or UUID (spec 4.7, decisions 3.5) among the agents of
+ * that name it can see (visibleAgents): its own agent first; else the one agent of that slug on a
+ * connected account; several → ambiguous, to be retried with `account` (an e-mail, UUID or
+ * display name) naming which.
  */
-export async function resolveAgent(
-  db: Knex,
-  people: PersonalData,
+export function pickAgent(
+  visible: AgentWithAccount[],
   callerAccountId: string,
-  ref: string,
   account: string | null,
-  personEmail: string | null = null,
-): Promise<Resolution> {
-  let candidates = await visibleAgents(db, people, callerAccountId, ref, personEmail);
-  if (account !== null) candidates = candidates.filter((agent) => matchesAccount(agent, account));
+): Resolution {
+  const candidates = account === null ? visible : visible.filter((agent) => matchesAccount(agent, account));
   const own = candidates.find((agent) => agent.account_id === callerAccountId);
   if (own) return { kind: "found", agent: own };
   const [only, ...more] = candidates;

@@ -2,6 +2,7 @@ import type { Knex } from "knex";
 import type { Projection } from "../../projections/projection.js";
 import type { EventStore, Position, RecordedEvent, Subscription } from "../eventstore/port.js";
 import { isAfter } from "../eventstore/port.js";
+import type { ReadModelFollower } from "./hot-rows.js";
 
 export interface RebuildProgress {
   projection: string;
@@ -29,6 +30,7 @@ export class ProjectionEngine {
   private subscription: Subscription | null = null;
   private checkpoints: Checkpoints = new Map();
   private readonly listeners = new Set<() => void>();
+  private readonly followers: ReadModelFollower[] = [];
   private stopped = true;
 
   constructor(
@@ -38,13 +40,20 @@ export class ProjectionEngine {
     private readonly onError: (error: unknown) => void,
   ) {}
 
+  /** Caches of the read models (HotRows): told of every batch before anyone waiting on them is. */
+  follow(follower: ReadModelFollower): void {
+    this.followers.push(follower);
+  }
+
   async start(): Promise<void> {
     this.stopped = false;
+    for (const follower of this.followers) follower.following(true);
     await this.subscribeFromCheckpoints();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const follower of this.followers) follower.following(false);
     await this.subscription?.stop();
     this.subscription = null;
   }
@@ -120,6 +129,7 @@ export class ProjectionEngine {
         checkpoints = await this.db.transaction((trx) => lockCheckpoints(trx, rebuilt));
       }
     }
+    for (const follower of this.followers) follower.drop();
     progress({ projection: label, events, done: true });
   }
 
@@ -135,7 +145,9 @@ export class ProjectionEngine {
     const checkpoints = await this.db.transaction((trx) => lockCheckpoints(trx, this.projections));
     if (this.stopped) return;
     this.checkpoints = checkpoints;
-    // Another instance may have moved the read models on: whoever waits for them looks again.
+    // Another instance may have moved the read models on: what was cached of them goes, and
+    // whoever waits for them looks again.
+    for (const follower of this.followers) follower.drop();
     this.notify();
     this.subscription = this.store.subscribe({
       from: oldest(checkpoints, this.projections),
@@ -153,6 +165,7 @@ export class ProjectionEngine {
 
   private async applyBatch(batch: RecordedEvent[]): Promise<void> {
     this.checkpoints = await applyBatch(this.db, this.projections, this.checkpoints, batch);
+    for (const follower of this.followers) follower.applied(batch);
     this.notify();
   }
 

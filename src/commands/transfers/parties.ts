@@ -2,10 +2,12 @@ import type { Knex } from "knex";
 import { z } from "zod";
 import type { HumanRecipient, TransferMode, TransferParties } from "../../../domain/transfer.js";
 import { validationError } from "../../http/errors.js";
-import { ambiguous, resolveAgent } from "../../http/recipients.js";
+import { ambiguous, pickAgent } from "../../http/recipients.js";
 import type { PersonalData } from "../../privacy/personal-data.js";
-import { type AgentRow, findConnectedAgentBySlug } from "../../queries/agents.js";
+import type { AgentRow } from "../../queries/agents.js";
+import { visibleAgents } from "../../queries/connections.js";
 import { findPersonByEmail, type PersonRow, verifiedPersonEmail } from "../../queries/humans.js";
+import type { HotLookups } from "../../read-models/hot-rows.js";
 
 export interface PartiesInput {
   mode: TransferMode;
@@ -36,13 +38,12 @@ export interface ResolvedParties {
  * have sent to it.
  */
 export async function resolveParties(
-  db: Knex,
-  people: PersonalData,
+  { db, people, hot }: { db: Knex; people: PersonalData; hot: HotLookups },
   accountId: string,
   input: PartiesInput,
 ): Promise<ResolvedParties> {
   const senderAgent =
-    input.mode === "human-to-agent" ? null : await findConnectedAgentBySlug(db, accountId, input.sender);
+    input.mode === "human-to-agent" ? null : await hot.connectedAgent(accountId, input.sender);
   if (input.mode !== "human-to-agent" && !senderAgent) {
     throw validationError(`sender '${input.sender}' is not a connected agent of this account`, "sender");
   }
@@ -74,14 +75,11 @@ export async function resolveParties(
   if (personEmail !== null && personEmail.toLowerCase() !== input.sender.toLowerCase()) {
     throw validationError(`a person sends as their own address: sender must be '${personEmail}'`, "sender");
   }
-  const resolution = await resolveAgent(
-    db,
-    people,
-    accountId,
-    input.recipient,
-    input.recipientAccount,
-    personEmail,
-  );
+  const visible =
+    personEmail === null
+      ? await hot.visibleAgents(accountId, input.recipient)
+      : await visibleAgents(db, people, accountId, input.recipient, personEmail);
+  const resolution = pickAgent(visible, accountId, input.recipientAccount);
   if (resolution.kind === "ambiguous") throw ambiguous(input.recipient, resolution.candidates);
   const recipientAgent = resolution.kind === "found" ? resolution.agent : null;
   if (recipientAgent?.connection_status !== "connected") {

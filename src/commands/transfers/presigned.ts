@@ -30,7 +30,7 @@ export async function createPresignedTransfer(
   declared.forEach((file, index) => {
     checkFileName(file.name, `files.${index}.name`);
   });
-  const resolved = await resolveParties(deps.db, deps.people, caller.accountId, partiesInput(intent));
+  const resolved = await resolveParties(deps, caller.accountId, partiesInput(intent));
   // A person without a receiving key gets files the server encrypts as they stream in, which a
   // direct upload to storage cannot do; one with a key gets what the client encrypted to it.
   const person = resolved.human;

@@ -17,6 +17,7 @@ import type { BlobStore } from "../../blobs/port.js";
 import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/port.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
+import type { HotLookups } from "../../read-models/hot-rows.js";
 import type { HeldContentKeys } from "../../security/at-rest.js";
 import type { CommandDeps } from "../deps.js";
 import type { Outcome } from "../stream-lock.js";
@@ -25,7 +26,6 @@ import {
   accepted,
   appendAll,
   keepSnapshot,
-  load,
   loadSnapshotted,
   loadSnapshottedPair,
   retryOnConflict,
@@ -40,6 +40,8 @@ import {
  */
 export interface TransferDeps extends CommandDeps {
   db: Knex;
+  /** The read-model look-ups every send makes, remembered between the engine's batches. */
+  hot: HotLookups;
   blobs: BlobStore;
   heldKeys: HeldContentKeys;
 }
@@ -48,6 +50,13 @@ export interface TransferDeps extends CommandDeps {
 const USAGE_SNAPSHOT = "usage/v2";
 /** The account stream's snapshot kind: a new shape of AccountState takes a new kind. */
 const ACCOUNT_SNAPSHOT = "account/v2";
+/** A transfer's stream, remembered only (it stays short): a new shape of Transfer takes a new kind. */
+const transferStream = (transferId: string) => ({
+  decider: transferDecider,
+  kind: "transfer/v1",
+  streamId: streams.transfer(transferId),
+  short: true,
+});
 
 /** What a new transfer is made of: the CreateTransfer command less the time the handler stamps. */
 export type NewTransfer = Omit<Extract<TransferCommand, { type: "CreateTransfer" }>, "type" | "now">;
@@ -92,6 +101,14 @@ export async function prepareSender(
   return loadSender(deps, accountId);
 }
 
+/**
+ * A transfer's stream as it stands: remembered when current, else read. The signed file links
+ * check it on every fetch, so a DELETE or an expiry stops them at once (docs/security.md).
+ */
+export function loadTransfer(deps: CommandDeps, transferId: string) {
+  return loadSnapshotted(deps, transferStream(transferId));
+}
+
 /** A transfer as its create decided it, and where the append that recorded it ended. */
 export interface Created {
   position: Position;
@@ -131,6 +148,7 @@ async function createTogether(
     const transferAppends: StreamAppend[] = [];
     const counted: UsageEvent[] = [];
     const countedToStore: StreamAppend["events"] = [];
+    const createdTransfers: { transferId: string; events: TransferEvent[] }[] = [];
     for (const { input, actor } of queued) {
       try {
         const { created, counts } = decideCreate(input, books, {
@@ -149,6 +167,7 @@ async function createTogether(
             now,
           ),
         );
+        createdTransfers.push({ transferId: input.transferId, events: created });
         decisions.push(decided(created));
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
@@ -163,6 +182,14 @@ async function createTogether(
             { streamId: usage.streamId, expected: usage.expected, events: countedToStore },
           ]);
     await keepSnapshot(deps, usageDecider, usage, counted);
+    for (const { transferId, events } of createdTransfers) {
+      const none = {
+        ...transferStream(transferId),
+        state: transferDecider.initialState(),
+        expected: NO_STREAM,
+      };
+      await keepSnapshot(deps, transferDecider, { ...none, mark: usage.mark, stored: false }, events);
+    }
     return decisions.map((d) =>
       d instanceof DomainError
         ? { ok: false, error: d }
@@ -227,7 +254,7 @@ export async function changeTransfer<C extends TransferChange>(
   if (!isTransferId(transferId)) throw new DomainError("NOT_FOUND", "no such transfer");
   return deps.streamLock.run(streams.transfer(transferId), () =>
     retryOnConflict(async () => {
-      const loaded = await load(deps.store, transferDecider, streams.transfer(transferId));
+      const loaded = await loadSnapshotted(deps, transferStream(transferId));
       const before = loaded.state;
       if (before.status === "none") throw new DomainError("NOT_FOUND", "no such transfer");
       const command = typeof change === "function" ? await change(before) : change;
@@ -240,7 +267,11 @@ export async function changeTransfer<C extends TransferChange>(
       let usage: Snapshotted<UsageState> | null = null;
       let released: UsageEvent[] = [];
       if (releasesStorage(before, events)) {
-        usage = await loadSnapshotted(deps, usageDecider, USAGE_SNAPSHOT, streams.usage(accountId));
+        usage = await loadSnapshotted(deps, {
+          decider: usageDecider,
+          kind: USAGE_SNAPSHOT,
+          streamId: streams.usage(accountId),
+        });
         released = accepted(
           usageDecider.decide(
             { type: "ReleaseStorage", transferId, bytes: bytesOf(before.record.files) },
@@ -251,6 +282,7 @@ export async function changeTransfer<C extends TransferChange>(
         appends.push(toAppend(usage, released, actor, now));
       }
       const position = await appendAll(deps.store, appends);
+      await keepSnapshot(deps, transferDecider, loaded, events);
       if (usage) await keepSnapshot(deps, usageDecider, usage, released);
       return { position, transfer: events.reduce(transferDecider.evolve, before) as Transfer };
     }, 200),

@@ -125,7 +125,7 @@ export async function sendTransfer(
     ...file,
     encryptionIv: file.encryptionIv ?? ivs[index] ?? null,
   }));
-  const resolved = await resolveParties(deps.db, deps.people, caller.accountId, partiesInput(intent));
+  const resolved = await resolveParties(deps, caller.accountId, partiesInput(intent));
   let encryption = encryptionOf(intent, resolved);
   let atRest: AtRestEncryption | null = null;
   if (resolved.human) {

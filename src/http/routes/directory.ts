@@ -1,11 +1,11 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { areConnected, sendableAgents } from "../../queries/connections.js";
+import { areConnected, sendableAgents, visibleAgents } from "../../queries/connections.js";
 import { findPersonByEmail, hasSentToPerson, verifiedPersonEmail } from "../../queries/humans.js";
 import { callerAccount } from "../auth.js";
 import { notFound } from "../errors.js";
-import { ambiguous, resolveAgent } from "../recipients.js";
+import { ambiguous, pickAgent } from "../recipients.js";
 import type { RouteContext } from "../route-context.js";
 import { errors } from "../schemas.js";
 
@@ -112,13 +112,10 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
         const { agent_id: ref, account } = request.query;
         if (ref.includes("@")) return resolvePerson(caller.accountId, ref);
         const personEmail = await verifiedPersonEmail(db, deps.people, caller.accountId);
-        const resolution = await resolveAgent(
-          db,
-          deps.people,
+        const resolution = pickAgent(
+          await visibleAgents(db, deps.people, caller.accountId, ref, personEmail),
           caller.accountId,
-          ref,
           account ?? null,
-          personEmail,
         );
         if (resolution.kind === "ambiguous") throw ambiguous(ref, resolution.candidates);
         // Another account's agent without a connection is "not found", never "forbidden": no enumeration.

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { streams } from "../../../domain/streams.js";
-import { statusAt, type TransferStatus, transferDecider } from "../../../domain/transfer.js";
+import { statusAt, type TransferStatus } from "../../../domain/transfer.js";
 import type { LocalBlobUrls } from "../../blobs/local-urls.js";
 import { BlobNotFoundError, BlobTooLargeError } from "../../blobs/port.js";
 import { attachment } from "../../blobs/s3.js";
-import { load } from "../../commands/streams.js";
+import { loadTransfer } from "../../commands/transfers/record.js";
 import { findTransfer } from "../../queries/transfers.js";
 import { fileTooLarge, HttpError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
@@ -52,7 +51,7 @@ export function parseRange(
  * upload and download links that S3 would otherwise answer. The token is the only credential.
  */
 export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): FastifyPluginAsync {
-  const { db, blobs, clock, store } = service;
+  const { db, blobs, clock } = service;
 
   /** The status a presigned transfer has now, as a reader sees it. */
   async function uploadableStatus(transferId: string) {
@@ -68,7 +67,7 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
    * expiry stops every link at once, before any clean-up has run (docs/security.md).
    */
   async function downloadable(transferId: string): Promise<boolean> {
-    const { state } = await load(store, transferDecider, streams.transfer(transferId));
+    const { state } = await loadTransfer(service.transferDeps, transferId);
     const now = clock.now().toISOString();
     return (
       state.status !== "none" &&
