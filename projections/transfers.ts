@@ -93,15 +93,28 @@ async function changeOf(
   }
 }
 
-/** The jsonb columns: node-pg would send a JS array as a PostgreSQL array, so they go as JSON text. */
-const JSON_COLUMNS = ["files", "metadata", "encryption"];
-const asColumns = (change: Row): Row =>
-  Object.fromEntries(
-    Object.entries(change).map(([key, value]) => [
-      key,
-      JSON_COLUMNS.includes(key) ? JSON.stringify(value) : value,
-    ]),
-  );
+/**
+ * The changes to older rows, one statement per set of changed columns: each change is a row of a
+ * JSON recordset joined to its transfer by id (a download changes `downloads` alone, so a batch of
+ * downloads is one statement however many rows it touches).
+ */
+async function updateRows(trx: Knex.Transaction, changed: Map<string, Row>): Promise<void> {
+  const byColumns = new Map<string, Row[]>();
+  for (const [id, change] of changed) {
+    const columns = Object.keys(change).sort().join(",");
+    const rows = byColumns.get(columns) ?? [];
+    rows.push({ ...change, id });
+    byColumns.set(columns, rows);
+  }
+  for (const [columns, rows] of byColumns) {
+    const names = columns.split(",");
+    await trx.raw(
+      `update transfers as t set ${names.map(() => "?? = s.??").join(", ")}
+         from jsonb_populate_recordset(null::transfers, ?::jsonb) as s where t.id = s.id`,
+      [...names.flatMap((name) => [name, name]), JSON.stringify(rows)],
+    );
+  }
+}
 
 async function applyTransfers(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void> {
   const created = new Map<string, Row>();
@@ -114,7 +127,7 @@ async function applyTransfers(trx: Knex.Transaction, events: RecordedEvent[]): P
         [JSON.stringify([...created.values()])],
       );
     }
-    for (const [id, change] of changed) await trx("transfers").where({ id }).update(asColumns(change));
+    if (changed.size > 0) await updateRows(trx, changed);
     created.clear();
     changed.clear();
   };

@@ -46,6 +46,13 @@ const ERROR_PAUSE_MS = 1000;
  */
 const EAGER_REREADS = 8;
 const EAGER_REREAD_MS = 3;
+/**
+ * Woken again within this long of its last read, a subscription waits out the rest before reading:
+ * under load every request's append wakes it, and one read for the appends of a few milliseconds
+ * costs less than one read (most of them empty, while the others' transactions are still open)
+ * for each.
+ */
+const BUSY_READ_INTERVAL_MS = 4;
 
 /** A catch-up subscription built on `readAll`: reads batch after batch, then waits for more. */
 export function pollingSubscription(
@@ -60,10 +67,12 @@ export function pollingSubscription(
 
   const loop = async () => {
     let eager = 0;
+    let lastRead = 0;
     while (running) {
       try {
         // Appends announced from here on may be missing from this read.
         const announced = signal.generation;
+        lastRead = Date.now();
         const batch = await readAll(position, batchSize);
         if (!running) break;
         if (batch.length > 0) {
@@ -77,7 +86,11 @@ export function pollingSubscription(
           await new Promise((resolve) => setTimeout(resolve, EAGER_REREAD_MS));
           continue;
         }
-        if (await signal.wait(idlePollMs, announced)) eager = EAGER_REREADS;
+        if (await signal.wait(idlePollMs, announced)) {
+          eager = EAGER_REREADS;
+          const early = lastRead + BUSY_READ_INTERVAL_MS - Date.now();
+          if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
+        }
       } catch (error) {
         if (!running) break;
         options.onError?.(error);
