@@ -184,12 +184,11 @@ export class FileSystemBlobStore implements BlobStore {
     options: { maxBytes: number | null; contentType?: string },
   ): Promise<{ size: number }> {
     const target = this.pathOf(key);
-    await mkdir(this.tempDir, { recursive: true });
     const temp = join(this.tempDir, `${randomUUID()}${PART}`);
     this.puts.set(temp, key);
     try {
       // The file exists before any byte flows, so the clean-up below always has it to remove.
-      const file = await open(temp, "wx", 0o600);
+      const file = await this.createTemp(temp);
       const sink = new FileSink(file, options.maxBytes);
       try {
         await pipeline(body, sink);
@@ -207,6 +206,17 @@ export class FileSystemBlobStore implements BlobStore {
     }
   }
 
+  /** Creates a temporary file; the temp directory is made on first use, and again if it went. */
+  private async createTemp(temp: string): Promise<FileHandle> {
+    try {
+      return await open(temp, "wx", 0o600);
+    } catch (error) {
+      if (!isMissing(error as NodeJS.ErrnoException)) throw error;
+      await mkdir(this.tempDir, { recursive: true });
+      return open(temp, "wx", 0o600);
+    }
+  }
+
   async get(key: string, range?: ByteRange): Promise<Readable> {
     const path = this.pathOf(key);
     if (range) checkRange(range);
@@ -215,7 +225,8 @@ export class FileSystemBlobStore implements BlobStore {
     });
     try {
       const { size } = await file.stat();
-      if (!range) return file.createReadStream({ highWaterMark: STREAM_CHUNK });
+      // An end keeps each read to what is left: without one a 1 KiB file still gets a 1 MiB buffer.
+      if (!range) return file.createReadStream({ end: Math.max(size - 1, 0), highWaterMark: STREAM_CHUNK });
       if (range.start >= size)
         throw new RangeError(`range ${range.start}-${range.end} not satisfiable: size ${size}`);
       return file.createReadStream({
