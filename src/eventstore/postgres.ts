@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { countAppended } from "../observability/metrics.js";
 import { AppendSignal, DEFAULT_IDLE_POLL_MS, pollingSubscription } from "./catch-up.js";
+import { GroupCommit } from "./group-commit.js";
 import { upcastMetadata } from "./metadata.js";
 import { APPEND_CHANNEL, AppendListener } from "./pg-notifications.js";
 import {
@@ -86,6 +87,7 @@ export class PostgresEventStore implements EventStore {
   private readonly idlePollMs: number;
   private readonly listener: AppendListener | null;
   private readonly soleWriter: boolean;
+  private readonly appends: GroupCommit;
 
   constructor(
     private readonly db: Knex,
@@ -94,6 +96,7 @@ export class PostgresEventStore implements EventStore {
     this.idlePollMs = options.idlePollMs ?? DEFAULT_IDLE_POLL_MS;
     this.listener = options.listenUrl ? new AppendListener(options.listenUrl, this.signal) : null;
     this.soleWriter = options.soleWriter ?? false;
+    this.appends = new GroupCommit((appends) => appendWith(this.db, appends, this.listener));
   }
 
   /** Starts listening for other processes' appends (PostgreSQL only). */
@@ -197,7 +200,7 @@ export class PostgresEventStore implements EventStore {
   private async commit(appends: StreamAppend[]): Promise<AppendResult[]> {
     try {
       // Delivered when the statement commits, to every process that listens.
-      const results = await appendWith(this.db, appends, this.listener);
+      const results = await this.appends.append(appends);
       this.signal.notify();
       countAppended(appends);
       return results;
