@@ -44,6 +44,9 @@ const routeShape = (route: string): string =>
     .join("/")
     .replace(/\/+$/, "");
 
+/** Rules found so far, by method and route pattern (the service's own, a few dozen). */
+const rulesByRoute = new Map<string, RateLimitRule>();
+
 const rowsByShape = new Map(RATE_LIMIT_ROWS.map((row) => [`${row.method} ${routeShape(row.route)}`, row]));
 
 /**
@@ -52,9 +55,14 @@ const rowsByShape = new Map(RATE_LIMIT_ROWS.map((row) => [`${row.method} ${route
  * transfer id. HEAD counts as the GET it mirrors.
  */
 export function rateLimitRule(method: string, routePattern: string): RateLimitRule {
+  const asked = `${method} ${routePattern}`;
+  const known = rulesByRoute.get(asked);
+  if (known) return known;
   const verb = method.toUpperCase() === "HEAD" ? "GET" : method.toUpperCase();
   const row = rowsByShape.get(`${verb} ${routeShape(routePattern)}`) ?? DEFAULT_RATE_LIMIT;
-  return { name: row.name, limit: row.limit };
+  const rule = { name: row.name, limit: row.limit };
+  rulesByRoute.set(asked, rule);
+  return rule;
 }
 
 /**
