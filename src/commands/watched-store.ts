@@ -33,6 +33,7 @@ export class WatchedEventStore implements EventStore {
   readStreams: EventStore["readStreams"] = (...args) => this.store.readStreams(...args);
   readAll: EventStore["readAll"] = (...args) => this.store.readAll(...args);
   headPosition: EventStore["headPosition"] = () => this.store.headPosition();
+  committedPosition: EventStore["committedPosition"] = () => this.store.committedPosition();
   subscribe: EventStore["subscribe"] = (options) => this.store.subscribe(options);
   foreignAppends: EventStore["foreignAppends"] = () => this.store.foreignAppends();
   ping: EventStore["ping"] = () => this.store.ping();

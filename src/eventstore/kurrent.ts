@@ -276,6 +276,11 @@ export class KurrentEventStore implements EventStore {
     return events;
   }
 
+  /** KurrentDB shows readers every committed event at once. */
+  committedPosition(): Promise<Position | null> {
+    return this.headPosition();
+  }
+
   async headPosition(): Promise<Position | null> {
     let cursor: Position | null = null;
     for (;;) {

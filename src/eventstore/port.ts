@@ -87,6 +87,11 @@ export interface EventStore {
   readAll(from: Position | null, limit: number): Promise<RecordedEvent[]>;
   /** Position of the newest event a reader can see, or null for an empty log. */
   headPosition(): Promise<Position | null>;
+  /**
+   * Position of the newest committed event, whether or not readers can see it yet (on PostgreSQL
+   * an older transaction still open hides it from them for a moment), or null for an empty log.
+   */
+  committedPosition(): Promise<Position | null>;
   /** A catch-up subscription to the global log. */
   subscribe(options: SubscribeOptions): Subscription;
   /**

@@ -174,6 +174,16 @@ export class PostgresEventStore implements EventStore {
     return row ? toRecorded(row).position : null;
   }
 
+  async committedPosition(): Promise<Position | null> {
+    const rows = await this.db.raw<{ rows: { transaction_text: string; global_position: string }[] }>(
+      `select transaction_id::text as transaction_text, global_position from events
+        order by transaction_id desc, global_position desc
+        limit 1`,
+    );
+    const row = rows.rows[0];
+    return row ? encodePosition(row.transaction_text, row.global_position) : null;
+  }
+
   subscribe(options: SubscribeOptions): Subscription {
     return pollingSubscription(
       (from, limit) => this.readAll(from, limit),

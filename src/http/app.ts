@@ -12,6 +12,7 @@ import { Idempotency } from "./idempotency.js";
 import { registerJsonGuard } from "./json-guard.js";
 import { JSON_BODY_LIMIT, MAX_PARAM_LENGTH, serverTimeouts, TIME_LIMITS, type TimeLimits } from "./limits.js";
 import { registerRateLimits } from "./rate-limit.js";
+import { readYourWrites } from "./read-your-writes.js";
 import type { RouteContext } from "./route-context.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentRoutes } from "./routes/agents.js";
@@ -27,9 +28,6 @@ import { profileRoutes } from "./routes/profile.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { registerSlowBodyGuard } from "./slow-bodies.js";
 import { defaultWebRoot, objectStoreOrigins, registerWebApp } from "./web-app.js";
-
-/** How long a write waits for its read models before answering anyway. */
-const SETTLE_TIMEOUT_MS = 5000;
 
 export interface AppOptions {
   logger?: boolean;
@@ -107,13 +105,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   const idempotency = new Idempotency(service.db, service.clock, service.deps.serverKey);
   idempotency.register(app);
 
-  const context: RouteContext = {
-    service,
-    idempotency,
-    settle: async (position) => {
-      await service.engine.waitFor(position, SETTLE_TIMEOUT_MS);
-    },
-  };
+  const { settle } = readYourWrites(app, service);
+  const context: RouteContext = { service, idempotency, settle };
   await app.register(healthRoutes(context));
   await app.register(agentRoutes(context));
   await app.register(humanRoutes(context));

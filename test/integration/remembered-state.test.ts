@@ -51,6 +51,20 @@ describe.skipIf(!postgresServer)(
       expectError(await fetchLink(a, url), 410, "GONE");
     });
 
+    it("a send answers without waiting for the read models, and a read on either instance right after it shows it", async () => {
+      const parties = await newParties(a);
+      for (let round = 0; round < 5; round++) {
+        const sent = await sendTransfer(a, parties.apiKey);
+        for (const reader of [b, a]) {
+          const got = await reader.call("GET", `/v1/transfers/${sent.id}`, { key: parties.apiKey });
+          expect(got.statusCode, got.body).toBe(200);
+        }
+        await downloadOk(b, parties.apiKey, sent.id);
+        const seen = await a.call("GET", `/v1/transfers/${sent.id}`, { key: parties.apiKey });
+        expect(seen.json().downloads).toBe(1);
+      }
+    });
+
     it("downloads counted on both are counted once each, up to the limit", async () => {
       const parties = await newParties(a);
       const sent = await sendTransfer(a, parties.apiKey, undefined, { max_downloads: "2" });

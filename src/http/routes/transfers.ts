@@ -64,6 +64,8 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       uploads.post(
         "/v1/transfers",
         {
+          // Decided on the log and remembered rows; answered from the decided state.
+          config: { readsModels: false },
           schema: {
             tags: ["transfers"],
             summary: "Send files (multipart/form-data, streamed; one `files` part per file)",
@@ -105,7 +107,6 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
             await staged.discard();
             throw error;
           }
-          await settle(sent.position);
           return reply.status(201).send(await presentOne(viewOf(sent.transfer), clock.now()));
         },
       );
@@ -276,6 +277,8 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
     routes.get(
       "/v1/transfers/:id/download",
       {
+        // Counted on the transfer's stream; answered from the decided state.
+        config: { readsModels: false },
         schema: {
           tags: ["transfers"],
           summary: "Count one download and get signed download URLs (15 minutes, Range supported)",
@@ -286,8 +289,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       async (request) => {
         const caller = callerAccount(request);
         const by = await partyOf(request, caller.accountId);
-        const { position, transfer, links } = await downloadTransfer(deps, by, caller, request.params.id);
-        await settle(position);
+        const { transfer, links } = await downloadTransfer(deps, by, caller, request.params.id);
         return presentDownload(transfer, links);
       },
     );

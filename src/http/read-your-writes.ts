@@ -1,0 +1,37 @@
+import type { FastifyInstance } from "fastify";
+import type { Position } from "../eventstore/port.js";
+import type { Service } from "../service.js";
+
+/** How long an answer waits for the read models before it goes without them (the write stands). */
+const SETTLE_TIMEOUT_MS = 5000;
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /**
+     * False for a route that reads no read model and decides on the log alone (a send, a
+     * download): it neither waits for the read models before it runs nor after it writes.
+     */
+    readsModels?: boolean;
+  }
+}
+
+/**
+ * Read your writes, on both sides. A write that a read model must show at once (most of them)
+ * waits, before it answers, until the read models have applied it (`settle`). The hot writes
+ * (a send, a download) answer from their decided state at once instead, and every request that
+ * reads the read models waits first until they have applied everything committed before it
+ * arrived, on any instance: so a GET after a send shows it wherever it lands, and a send or a
+ * download does not wait for the projections.
+ */
+export function readYourWrites(app: FastifyInstance, service: Service) {
+  app.addHook("preHandler", async (request) => {
+    const config = request.routeOptions.config;
+    if (config?.auth === "none" || config?.readsModels === false) return;
+    await service.engine.waitFor(await service.store.committedPosition(), SETTLE_TIMEOUT_MS);
+  });
+  return {
+    settle: async (position: Position | null): Promise<void> => {
+      await service.engine.waitFor(position, SETTLE_TIMEOUT_MS);
+    },
+  };
+}
