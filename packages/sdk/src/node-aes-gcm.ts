@@ -33,6 +33,9 @@ export const nodeAesGcm: AesGcm = async (raw) => {
     async openParts(nonce, sealed) {
       return openParts(key, nonce, sealed);
     },
+    openPartsNow(nonce, sealed) {
+      return openParts(key, nonce, sealed);
+    },
   };
 };
 

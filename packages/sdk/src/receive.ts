@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, open, rename, rm } from "node:fs/promises";
+import { type FileHandle, link, mkdir, open, rename, rm } from "node:fs/promises";
 import { extname, join, resolve as resolvePath } from "node:path";
 import {
   fromBase64,
@@ -95,6 +95,59 @@ interface Decryption {
 }
 
 /**
+ * Gathers chunks by reference (they are the stream's or the decryptor's to give away) and writes
+ * them in batches of about WRITE_BATCH_BYTES, one writev each, with one batch in flight while the
+ * next is gathered: the thread pool copies a batch into the page cache while this thread receives
+ * and decrypts the next one, where they used to take turns.
+ */
+class BatchWriter {
+  private batch: Uint8Array[] = [];
+  private batchBytes = 0;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly handle: FileHandle) {}
+
+  add(chunk: Uint8Array): void {
+    this.batch.push(chunk);
+    this.batchBytes += chunk.byteLength;
+  }
+
+  get full(): boolean {
+    return this.batchBytes >= WRITE_BATCH_BYTES;
+  }
+
+  /** Waits for the batch in flight (its failure is thrown here), then starts writing this one. */
+  async flush(): Promise<void> {
+    await this.writing;
+    const batch = this.batch;
+    const bytes = this.batchBytes;
+    this.batch = [];
+    this.batchBytes = 0;
+    this.writing = writeAll(this.handle, batch, bytes);
+    // Awaited by the next flush, finish or settle; meanwhile a failure is not an unhandled rejection.
+    this.writing.catch(() => {});
+  }
+
+  /** Writes what is left and waits for every byte. */
+  async finish(): Promise<void> {
+    await this.flush();
+    await this.writing;
+  }
+
+  /** Waits for the write in flight whatever its outcome: before the file is closed. */
+  settle(): Promise<void> {
+    return this.writing.catch(() => {});
+  }
+}
+
+/** One batch with writev, again from where a short write stopped. */
+async function writeAll(handle: FileHandle, batch: Uint8Array[], bytes: number): Promise<void> {
+  for (let done = 0; done < bytes; ) {
+    done += (await handle.writev(done === 0 ? batch : remainder(batch, done))).bytesWritten;
+  }
+}
+
+/**
  * Writes a download to a new file (never over an existing one), decrypting it on the way when
  * `decryption` is given, and hands each plaintext chunk to `observe` first. The body is iterated
  * directly and each chunk pushed through the decryptor: no stream between them, no copy of a record.
@@ -106,22 +159,12 @@ async function writeNewFile(
   observe: (chunk: Uint8Array, written: number) => void,
 ): Promise<number> {
   const handle = await open(path, "wx", 0o600);
+  const writer = new BatchWriter(handle);
   let written = 0;
-  let batch: Uint8Array[] = [];
-  let batchBytes = 0;
   const take = (chunk: Uint8Array) => {
     written += chunk.byteLength;
     observe(chunk, written);
-    batch.push(chunk);
-    batchBytes += chunk.byteLength;
-  };
-  const flush = async () => {
-    // Chunks are the stream's (or the decryptor's) to give away: gathered by reference, written with one writev.
-    for (let done = 0; done < batchBytes; ) {
-      done += (await handle.writev(done === 0 ? batch : remainder(batch, done))).bytesWritten;
-    }
-    batch = [];
-    batchBytes = 0;
+    writer.add(chunk);
   };
   const decryptor = decryption
     ? new RecordDecryptor(decryption.contentKey, decryption.encryptionIv, take, nodeAesGcm)
@@ -130,11 +173,12 @@ async function writeNewFile(
     for await (const chunk of body) {
       if (decryptor) await decryptor.push(chunk);
       else take(chunk);
-      if (batchBytes >= WRITE_BATCH_BYTES) await flush();
+      if (writer.full) await writer.flush();
     }
     await decryptor?.end();
-    await flush();
+    await writer.finish();
   } finally {
+    await writer.settle();
     await handle.close();
   }
   return written;

@@ -25,6 +25,12 @@ export interface AesKey {
    * does so without joining them; still nothing comes out before the tag has verified.
    */
   openParts(nonce: Uint8Array, sealed: readonly Uint8Array[]): Promise<Uint8Array[] | null>;
+  /**
+   * `openParts` answered in the call, offered by implementations that finish a record at once
+   * (node:crypto): the record stream then opens each record as it is cut, without a queue of
+   * jobs or a promise per record.
+   */
+  openPartsNow?(nonce: Uint8Array, sealed: readonly Uint8Array[]): Uint8Array[] | null;
 }
 
 /** Imports a raw 32-byte key. */
