@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { HandoffApiError, HandoffError } from "./errors.js";
-import { streamingRequest } from "./streaming-request.js";
+import { type BodyBatches, streamingRequest } from "./streaming-request.js";
 
 /** The settings every request shares. */
 export interface TransportOptions {
@@ -16,7 +16,7 @@ export interface TransportOptions {
 }
 
 /** A streamed request body that can be made again for a retry (a stream is read once). */
-export type BodySource = () => { body: ReadableStream<Uint8Array>; headers: Record<string, string> };
+export type BodySource = () => { body: BodyBatches; headers: Record<string, string> };
 
 export interface RequestSpec {
   method: "GET" | "POST" | "PUT" | "DELETE";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { streamOf } from "./streams.js";
+import type { BodyBatches } from "./streaming-request.js";
 
 /** One file part: its bytes are opened only when the body reaches it, and again on a retry. */
 export interface MultipartFile {
@@ -7,7 +7,7 @@ export interface MultipartFile {
   type: string;
   /** The exact number of bytes `open()` yields: the part's length, for Content-Length. */
   size: number;
-  open(): ReadableStream<Uint8Array>;
+  open(): BodyBatches;
 }
 
 export interface MultipartBody {
@@ -15,7 +15,7 @@ export interface MultipartBody {
   /** Content-Length of the whole body, known before the first byte. */
   length: number;
   /** The body from its first byte; each call starts afresh (retries). */
-  stream(): ReadableStream<Uint8Array>;
+  batches(): BodyBatches;
 }
 
 const encoder = new TextEncoder();
@@ -55,19 +55,19 @@ export function multipartBody(fields: [string, string][], files: MultipartFile[]
     files.reduce((sum, file, index) => sum + (fileHeads[index]?.byteLength ?? 0) + file.size + 2, 0) +
     closing.byteLength;
 
-  async function* parts(): AsyncGenerator<Uint8Array> {
-    yield* fieldBytes;
+  async function* batches(): AsyncGenerator<readonly Uint8Array[]> {
+    yield fieldBytes;
     for (const [index, file] of files.entries()) {
-      yield fileHeads[index] as Uint8Array;
+      yield [fileHeads[index] as Uint8Array];
       yield* file.open();
-      yield lineBreak;
+      yield [lineBreak];
     }
-    yield closing;
+    yield [closing];
   }
 
   return {
     contentType: `multipart/form-data; boundary=${boundary}`,
     length,
-    stream: () => streamOf(parts()),
+    batches,
   };
 }

@@ -13,18 +13,27 @@ const CIPHER = "aes-256-gcm";
  */
 export const nodeAesGcm: AesGcm = async (raw) => {
   const key = createSecretKey(raw);
+  const sealParts = (nonce: Uint8Array, plaintext: Uint8Array): Uint8Array[] => {
+    const cipher = createCipheriv(CIPHER, key, nonce, { authTagLength: TAG_SIZE });
+    const body = cipher.update(plaintext);
+    cipher.final();
+    return [body, cipher.getAuthTag()];
+  };
   return {
     async seal(nonce, plaintext) {
-      const cipher = createCipheriv(CIPHER, key, nonce, { authTagLength: TAG_SIZE });
-      const body = cipher.update(plaintext);
-      cipher.final();
-      return Buffer.concat([body, cipher.getAuthTag()]);
+      return Buffer.concat(sealParts(nonce, plaintext));
+    },
+    async sealParts(nonce, plaintext) {
+      return sealParts(nonce, plaintext);
     },
     async open(nonce, sealed) {
       const plaintext = openParts(key, nonce, [sealed]);
       return plaintext === null ? null : (plaintext[0] ?? new Uint8Array(0));
     },
     async openParts(nonce, sealed) {
+      return openParts(key, nonce, sealed);
+    },
+    openPartsNow(nonce, sealed) {
       return openParts(key, nonce, sealed);
     },
   };

@@ -3,7 +3,6 @@ import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import mime from "mime";
 import {
-  createEncryptStream,
   encryptedSize,
   fromBase64,
   newContentKey,
@@ -12,12 +11,13 @@ import {
   toBase64,
   wrapContentKey,
 } from "./crypto/index.js";
+import { encryptedFileBatches } from "./encrypted-file.js";
 import { HandoffError } from "./errors.js";
 import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import { multipartBody } from "./multipart.js";
-import { nodeAesGcm } from "./node-aes-gcm.js";
-import { sizedFileStream } from "./streams.js";
+import type { BodyBatches } from "./streaming-request.js";
+import { sizedFileBatches } from "./streams.js";
 import type { PresignedAnswer, ResolvedAgent, Transfer, TransferMode } from "./types.js";
 
 /** Bytes of one file moved so far (plaintext), out of its plaintext size. */
@@ -64,7 +64,7 @@ interface Outgoing {
   type: string;
   wireSize: number;
   encryptionIv: string | null;
-  open(): ReadableStream<Uint8Array>;
+  open(): BodyBatches;
 }
 
 /** The encryption of one transfer (5.2, 5.4), fixed before the first byte leaves. */
@@ -133,12 +133,10 @@ function outgoing(file: LocalFile, sealing: Sealing | null, index: number, optio
     wireSize: sealing ? encryptedSize(file.size) : file.size,
     encryptionIv: salt ? toBase64(salt) : null,
     open() {
-      const plain = sizedFileStream(file.path, file.size, (bytes) =>
-        options.onProgress?.({ file: file.name, bytes, total: file.size }),
-      );
-      if (!sealing || !salt) return plain;
+      const onBytes = (bytes: number) => options.onProgress?.({ file: file.name, bytes, total: file.size });
+      if (!sealing || !salt) return sizedFileBatches(file.path, file.size, onBytes);
       // The same key and salt give the same bytes: a retried upload matches the signed list.
-      return plain.pipeThrough(createEncryptStream(sealing.contentKey, { salt }, nodeAesGcm).stream);
+      return encryptedFileBatches(file.path, file.size, sealing.contentKey, salt, onBytes);
     },
   };
 }
@@ -183,7 +181,7 @@ async function sendMultipart(transport: Transport, fields: Fields, files: Outgoi
     url: "/v1/transfers",
     idempotent: true,
     body: () => ({
-      body: body.stream(),
+      body: body.batches(),
       headers: { "content-type": body.contentType, "content-length": String(body.length) },
     }),
   });

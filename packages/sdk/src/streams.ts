@@ -1,57 +1,77 @@
-import { createReadStream } from "node:fs";
-import { Readable } from "node:stream";
+import { open } from "node:fs/promises";
 import { HandoffError } from "./errors.js";
 
-/** A pull-driven web stream over an async iterable: the next chunk is made only when asked for. */
-export function streamOf(parts: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
-  const iterator = parts[Symbol.asyncIterator]();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const next = await iterator.next();
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
-      },
-      async cancel(reason) {
-        await iterator.return?.(reason);
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}
-
-/** A file's bytes as a web stream, read as the consumer pulls. */
-function fileStream(path: string): ReadableStream<Uint8Array> {
-  return Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>;
-}
+/**
+ * Bytes read from a file at a time: 16 records of decisions 5.3, so every read but the last is a
+ * whole number of records, and 1,024 reads a GiB instead of the 16,384 of a 64 KiB read stream
+ * (which cost about three times the CPU time, mostly in the thread-pool round trips).
+ */
+export const FILE_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * A file's bytes as they are sent, checked against the size it had when the upload was declared
- * (a file that grows or shrinks meanwhile would not match its Content-Length or signed size),
- * telling `onBytes` the running total after each chunk.
+ * A file's bytes as they are sent, one fresh chunk of FILE_CHUNK_BYTES a batch (the connection
+ * keeps it until written), checked against the size it had when the upload was declared; see
+ * readFileChunks.
  */
-export function sizedFileStream(
+export async function* sizedFileBatches(
   path: string,
   size: number,
   onBytes: (bytes: number) => void,
-): ReadableStream<Uint8Array> {
-  let bytes = 0;
+): AsyncGenerator<readonly Uint8Array[]> {
+  for await (const chunk of readFileChunks(path, size, onBytes, (length) => Buffer.allocUnsafeSlow(length)))
+    yield [chunk];
+}
+
+/**
+ * A file read in chunks of FILE_CHUNK_BYTES (the last one shorter) into the buffers `bufferFor`
+ * gives, telling `onBytes` the running total after each chunk. The next chunk is read while the
+ * consumer works on this one, so a consumer that reuses buffers needs two. A file that grows or
+ * shrinks meanwhile (it would no longer match its Content-Length or signed size) fails the read
+ * with FILE_CHANGED.
+ */
+export async function* readFileChunks(
+  path: string,
+  size: number,
+  onBytes: (bytes: number) => void,
+  bufferFor: (length: number) => Uint8Array,
+): AsyncGenerator<Uint8Array> {
   const changed = () =>
     new HandoffError(
       "FILE_CHANGED",
       `${path} changed size while it was being sent (${size} bytes when it started)`,
     );
-  return fileStream(path).pipeThrough(
-    new TransformStream({
-      transform(chunk, controller) {
-        bytes += chunk.byteLength;
-        if (bytes > size) throw changed();
-        onBytes(bytes);
-        controller.enqueue(chunk);
-      },
-      flush() {
-        if (bytes !== size) throw changed();
-      },
-    }),
-  );
+  const handle = await open(path, "r");
+  const readAt = async (position: number): Promise<Uint8Array> => {
+    const chunk = bufferFor(Math.min(FILE_CHUNK_BYTES, size - position));
+    for (let filled = 0; filled < chunk.length; ) {
+      const { bytesRead } = await handle.read(chunk, filled, chunk.length - filled, position + filled);
+      if (bytesRead === 0) throw changed();
+      filled += bytesRead;
+    }
+    return chunk;
+  };
+  // A read ahead can fail while the consumer still holds the previous chunk: marked handled here,
+  // so Node does not take it for an unhandled rejection; the `await` below still throws it.
+  const readAhead = (position: number) => {
+    const read = readAt(position);
+    read.catch(() => {});
+    return read;
+  };
+  let ahead: Promise<Uint8Array> | null = size > 0 ? readAhead(0) : null;
+  try {
+    for (let position = 0; ahead; ) {
+      const chunk = await ahead;
+      position += chunk.length;
+      ahead = position < size ? readAhead(position) : null;
+      onBytes(position);
+      yield chunk;
+    }
+    // The declared size is read: one more byte means the file grew.
+    const { bytesRead } = await handle.read(Buffer.alloc(1), 0, 1, size);
+    if (bytesRead !== 0) throw changed();
+  } finally {
+    // A consumer that stops early leaves a read in flight: it ends before the file is closed.
+    await ahead?.catch(() => {});
+    await handle.close();
+  }
 }

@@ -11,6 +11,12 @@ export const NONCE_SIZE = 12;
 /** One imported key. `seal` answers ciphertext ‖ 16-byte tag, no AAD; `open` answers null on a bad tag. */
 export interface AesKey {
   seal(nonce: Uint8Array, plaintext: Uint8Array): Promise<Uint8Array>;
+  /**
+   * `seal` answering ciphertext ‖ tag as consecutive parts: an implementation whose ciphertext and
+   * tag come out separately hands both on unjoined (the Node SDK writes a read's records to the
+   * connection with one writev, never copying them into one buffer).
+   */
+  sealParts(nonce: Uint8Array, plaintext: Uint8Array): Promise<Uint8Array[]>;
   /** The plaintext, or null when the tag does not verify: nothing unauthenticated ever comes out. */
   open(nonce: Uint8Array, sealed: Uint8Array): Promise<Uint8Array | null>;
   /**
@@ -19,6 +25,12 @@ export interface AesKey {
    * does so without joining them; still nothing comes out before the tag has verified.
    */
   openParts(nonce: Uint8Array, sealed: readonly Uint8Array[]): Promise<Uint8Array[] | null>;
+  /**
+   * `openParts` answered in the call, offered by implementations that finish a record at once
+   * (node:crypto): the record stream then opens each record as it is cut, without a queue of
+   * jobs or a promise per record.
+   */
+  openPartsNow?(nonce: Uint8Array, sealed: readonly Uint8Array[]): Uint8Array[] | null;
 }
 
 /** Imports a raw 32-byte key. */
@@ -42,11 +54,12 @@ export const webAesGcm: AesGcm = async (raw) => {
       throw error;
     }
   };
+  const seal = async (nonce: Uint8Array, plaintext: Uint8Array): Promise<Uint8Array> =>
+    new Uint8Array(await subtle.encrypt({ name: "AES-GCM", iv: bytes(nonce) }, key, bytes(plaintext)));
   return {
-    async seal(nonce, plaintext) {
-      return new Uint8Array(
-        await subtle.encrypt({ name: "AES-GCM", iv: bytes(nonce) }, key, bytes(plaintext)),
-      );
+    seal,
+    async sealParts(nonce, plaintext) {
+      return [await seal(nonce, plaintext)];
     },
     open,
     // WebCrypto takes one buffer: the parts are joined (the one copy WebCrypto's hand-off makes anyway).

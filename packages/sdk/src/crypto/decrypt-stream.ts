@@ -93,12 +93,21 @@ class RecordOpener {
     private readonly recordSize: number,
     onPlaintext: (part: Uint8Array) => void,
   ) {
-    this.opened = new OrderedJobs(jobDepth(recordSize), (plaintext) => {
+    const handOn = (plaintext: Uint8Array[]) => {
       for (const part of plaintext) if (part.length > 0) onPlaintext(part);
+    };
+    this.opened = new OrderedJobs(jobDepth(recordSize), handOn);
+    const openNow = key.openPartsNow?.bind(key);
+    this.splitter = new RecordSplitter(recordSize + TAG_SIZE, (sealed) => {
+      const index = this.index++;
+      if (!openNow) return this.opened.add(this.openInner(sealed, index));
+      // Opened in the call and handed on at once: no job and no promise per record (nothing else
+      // is in the queue before the last record, so the order holds).
+      const plaintext = openNow(recordNonce(index, false), sealed);
+      if (!plaintext) return this.innerRefused(sealed, index);
+      handOn(plaintext);
+      return undefined;
     });
-    this.splitter = new RecordSplitter(recordSize + TAG_SIZE, (sealed) =>
-      this.opened.add(this.openInner(sealed, this.index++)),
-    );
   }
 
   push(chunk: Uint8Array): Promise<void> {
@@ -112,8 +121,11 @@ class RecordOpener {
 
   /** A full record with more bytes after it: it must open as an inner record. */
   private async openInner(sealed: Uint8Array[], index: number): Promise<Uint8Array[]> {
-    const plaintext = await this.open(sealed, index, false);
-    if (plaintext) return plaintext;
+    return (await this.open(sealed, index, false)) ?? this.innerRefused(sealed, index);
+  }
+
+  /** Why a full record with more bytes after it did not open as an inner record. */
+  private async innerRefused(sealed: Uint8Array[], index: number): Promise<never> {
     if (await this.open(sealed, index, true)) {
       throw new HandoffCryptoError("TRAILING_DATA", `bytes follow the last record (record ${index})`);
     }

@@ -11,7 +11,8 @@ export class RecordSplitter {
 
   constructor(
     private readonly recordSize: number,
-    private readonly onRecord: (parts: Uint8Array[]) => Promise<void>,
+    /** Answers a promise only when it has work left to wait for. */
+    private readonly onRecord: (parts: Uint8Array[]) => Promise<void> | undefined,
   ) {}
 
   async push(chunk: Uint8Array): Promise<void> {
@@ -21,7 +22,8 @@ export class RecordSplitter {
         const record = this.parts;
         this.parts = [];
         this.filled = 0;
-        await this.onRecord(record);
+        const pending = this.onRecord(record);
+        if (pending) await pending;
       }
       const take = Math.min(this.recordSize - this.filled, chunk.length - offset);
       this.parts.push(take === chunk.length ? chunk : chunk.subarray(offset, offset + take));
