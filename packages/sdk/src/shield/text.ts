@@ -1,17 +1,23 @@
 /**
  * Text checks on the decrypted stream: override patterns, hidden characters and, in HTML or SVG, active
- * content. Patterns are ASCII, so they run on the latin1 view of the bytes (one byte, one character): as
- * fast as V8 goes, and equal to matching the decoded UTF-8 text. Each chunk is searched as it is, then its
- * seam: the end of the earlier text and the head of the chunk, whitespace runs folded to one space (which
- * changes no match of a pattern whose blanks are `\s+`), so a match cut by a chunk boundary, a line break or
- * a long run of blanks is whole in a bounded string.
+ * content. Patterns are ASCII, so they run on the latin1 view of the bytes (one byte, one character): equal
+ * to matching the decoded UTF-8 text. Each chunk is searched as it is, then its seam: the end of the earlier
+ * text and the head of the chunk, whitespace runs folded to one space (which changes no match of a pattern
+ * whose blanks are `\s+`), so a match cut by a chunk boundary, a line break or a long run of blanks is whole
+ * in a bounded string. In a chunk, the override patterns run only around the words every match contains
+ * (prefilter.ts), on windows that hold any such match whole; the findings are those of the patterns run on
+ * the whole chunk.
  */
 import { type Findings, quote } from "./findings.js";
 import { asBuffer, Overlap } from "./overlap.js";
+import { someWord } from "./prefilter.js";
 import { type HiddenRange, rules } from "./rules.js";
 
-const whitespaceRun = new RegExp(
-  `[${Array.from(rules.whitespace, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]+`,
+const blankClass = (chars: string) =>
+  `[${Array.from(chars, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}]`;
+/** The whitespace runs folding changes: two blanks or more, or one that is not a space (a lone space stays). */
+const changedRun = new RegExp(
+  `${blankClass(rules.whitespace)}{2,}|${blankClass(rules.whitespace.replace(" ", ""))}`,
   "g",
 );
 
@@ -19,13 +25,71 @@ function latin1(bytes: Uint8Array): string {
   return asBuffer(bytes).toString("latin1");
 }
 
-/** Folds `text`'s whitespace runs, looking at more of it (from `end`) until `chars` folded characters. */
-function folded(text: string, chars: number, end: "head" | "tail"): string {
+/** Folds the whitespace runs of `bytes`' text, looking at more of it (from `end`) until `chars` folded characters. */
+function folded(bytes: Uint8Array, chars: number, end: "head" | "tail"): string {
   for (let span = 2 * chars; ; span *= 4) {
-    const part = end === "head" ? text.slice(0, span) : text.slice(-span);
-    const result = part.replace(whitespaceRun, " ");
-    if (result.length >= chars || span >= text.length) return end === "head" ? result : result.slice(-chars);
+    const part = end === "head" ? bytes.subarray(0, span) : bytes.subarray(Math.max(0, bytes.length - span));
+    const result = latin1(part).replace(changedRun, " ");
+    if (result.length >= chars || span >= bytes.length) return end === "head" ? result : result.slice(-chars);
   }
+}
+
+const blank = new Uint8Array(256);
+for (const c of rules.whitespace) blank[c.charCodeAt(0)] = 1;
+
+/**
+ * Where the text before `end` holds `chars` characters once its whitespace runs are folded to one: walking
+ * back, a run counts once (at its last byte). `bytes[end]` is not whitespace: a prefilter word starts there.
+ */
+function foldedCharsBefore(bytes: Uint8Array, end: number, chars: number): number {
+  let at = end;
+  for (let counted = 0; at > 0 && counted < chars; ) {
+    at--;
+    if (blank[bytes[at] as number] === 0 || blank[bytes[at + 1] as number] === 0) counted++;
+  }
+  return at;
+}
+
+/** Where the text from `start` holds `chars` folded characters; `bytes[start - 1]` ends a prefilter word. */
+function foldedCharsAfter(bytes: Uint8Array, start: number, chars: number): number {
+  let at = start;
+  for (let counted = 0; at < bytes.length && counted < chars; at++) {
+    if (blank[bytes[at] as number] === 0 || blank[bytes[at - 1] as number] === 0) counted++;
+  }
+  return at;
+}
+
+/**
+ * The bytes around the prefilter word at [start, end) that hold every match containing it: `chars` folded
+ * characters on each side (`chars` is at least the longest match, folded), whitespace runs left whole.
+ */
+function windowAround(bytes: Uint8Array, start: number, end: number, chars: number): Uint8Array {
+  return bytes.subarray(foldedCharsBefore(bytes, start, chars), foldedCharsAfter(bytes, end, chars));
+}
+
+/** A window costs about what the patterns cost on this many bytes of a chunk, besides its own length. */
+const WINDOW_COST_BYTES = 256;
+
+/**
+ * False when no override pattern matches in `bytes`; true when one does, or when the prefilter words are so
+ * many that their windows would cost more than searching the whole chunk.
+ */
+function overrideMayMatch(bytes: Uint8Array): boolean {
+  const chars = rules.limits.override_overlap_chars;
+  let budget = bytes.length;
+  return someWord(bytes, (start, end) => {
+    const window = windowAround(bytes, start, end, chars);
+    budget -= WINDOW_COST_BYTES + window.length;
+    return budget < 0 || rules.override.test(latin1(window));
+  });
+}
+
+/**
+ * The first match of the override patterns in the latin1 text of `bytes`, exactly as `rules.override.exec`
+ * gives it, without running them over every byte: only when a window around a prefilter word matches.
+ */
+export function firstOverride(bytes: Uint8Array): string | null {
+  return overrideMayMatch(bytes) ? (rules.override.exec(latin1(bytes))?.[0] ?? null) : null;
 }
 
 function utf8Length(lead: number): number {
@@ -137,14 +201,17 @@ export class TextScanner {
   private scan(bytes: Uint8Array): void {
     if (this.done) return;
     this.scanHidden(bytes);
-    const chunk = latin1(bytes);
     // The seam first: it starts earlier in the file.
-    for (const text of [this.tail + folded(chunk, this.overlap, "head"), chunk]) {
-      this.scanOverride(text);
-      if (this.markup) this.scanMarkup(text);
-    }
-    const tail = folded(chunk, this.overlap, "tail");
-    this.tail = tail.length >= this.overlap ? tail : folded(this.tail + tail, this.overlap, "tail");
+    const seam = this.tail + folded(bytes, this.overlap, "head");
+    if (!this.findings.has("prompt_injection")) this.reportOverride(rules.override.exec(seam)?.[0] ?? null);
+    if (this.markup) this.scanMarkup(seam);
+    if (!this.findings.has("prompt_injection")) this.reportOverride(firstOverride(bytes));
+    if (this.markup) this.scanMarkup(latin1(bytes));
+    const tail = folded(bytes, this.overlap, "tail");
+    this.tail =
+      tail.length >= this.overlap
+        ? tail
+        : folded(Buffer.from(this.tail + tail, "latin1"), this.overlap, "tail");
   }
   private scanHidden(bytes: Uint8Array): void {
     if (this.findings.has("hidden_text")) return;
@@ -157,11 +224,9 @@ export class TextScanner {
     );
   }
 
-  private scanOverride(window: string): void {
-    if (this.findings.has("prompt_injection")) return;
-    const match = rules.override.exec(window);
+  private reportOverride(match: string | null): void {
     if (match !== null) {
-      this.findings.add("prompt_injection", `The text contains the override phrase ${quote(match[0])}.`);
+      this.findings.add("prompt_injection", `The text contains the override phrase ${quote(match)}.`);
     }
   }
 
