@@ -4,7 +4,6 @@ import { projections } from "../projections/index.js";
 import { FileSystemBlobStore } from "./blobs/filesystem.js";
 import { LocalBlobUrls } from "./blobs/local-urls.js";
 import type { BlobStore } from "./blobs/port.js";
-import { S3BlobStore } from "./blobs/s3.js";
 import { AdjustableClock, type Clock, systemClock } from "./clock.js";
 import type { CommandDeps } from "./commands/deps.js";
 import type { HumanDeps } from "./commands/humans.js";
@@ -14,7 +13,6 @@ import type { TransferDeps } from "./commands/transfers/record.js";
 import { WatchedEventStore } from "./commands/watched-store.js";
 import type { Config } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
-import { KurrentEventStore } from "./eventstore/kurrent.js";
 import type { EventStore } from "./eventstore/port.js";
 import { PostgresEventStore } from "./eventstore/postgres.js";
 import { Housekeeper } from "./housekeeping/housekeeper.js";
@@ -71,12 +69,17 @@ export interface ServiceOptions {
  */
 const EMBEDDED_IDLE_POLL_MS = 5000;
 
-/** S3 when S3_BUCKET is set, else files under DATA_DIR/blobs served through signed local URLs. */
-function openBlobStore(
+/**
+ * S3 when S3_BUCKET is set, else files under DATA_DIR/blobs served through signed local URLs. The
+ * S3 client (like the KurrentDB one) is loaded only when configured: about 8 MB of heap each that a
+ * default server has no use for.
+ */
+async function openBlobStore(
   config: Config,
   serverKey: Buffer,
-): { blobs: BlobStore; localBlobUrls: LocalBlobUrls | null } {
+): Promise<{ blobs: BlobStore; localBlobUrls: LocalBlobUrls | null }> {
   if (config.s3) {
+    const { S3BlobStore } = await import("./blobs/s3.js");
     const { bucket, endpoint, region, forcePathStyle } = config.s3;
     const blobs = new S3BlobStore({
       bucket,
@@ -98,7 +101,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   );
   await migrate(db);
   const log: EventStore = config.eventStoreUrl
-    ? await KurrentEventStore.connect(config.eventStoreUrl)
+    ? await (await import("./eventstore/kurrent.js")).KurrentEventStore.connect(config.eventStoreUrl)
     : await new PostgresEventStore(
         db,
         config.databaseUrl
@@ -110,7 +113,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const testClock = config.testClock ? new AdjustableClock() : null;
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);
-  const opened = openBlobStore(config, serverKey);
+  const opened = await openBlobStore(config, serverKey);
   const { localBlobUrls } = opened;
   // Every reader and writer of file data goes through the metered store, so /metrics counts its bytes.
   const blobs = meteredBlobStore(opened.blobs);

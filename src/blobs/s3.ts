@@ -12,6 +12,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { attachment } from "./content-disposition.js";
 import { ByteCounter, checkRange } from "./filesystem.js";
 import {
   BlobNotFoundError,
@@ -199,16 +200,6 @@ export class S3BlobStore implements BlobStore {
 function secondsUntil(expiresAt: Date): number {
   const seconds = Math.ceil((expiresAt.getTime() - Date.now()) / 1000);
   return Math.min(Math.max(seconds, 1), MAX_PRESIGN_SECONDS);
-}
-
-/** `attachment` with an ASCII fallback name and the exact UTF-8 name (RFC 6266, RFC 8187). */
-export function attachment(fileName: string): string {
-  const fallback = fileName.replace(/[^\x20-\x7e]/g, "_").replace(/["\\]/g, "_");
-  const encoded = encodeURIComponent(fileName).replace(
-    /['()*]/g,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-  );
-  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
 function statusOf(error: unknown): number | undefined {
