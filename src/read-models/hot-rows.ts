@@ -48,11 +48,6 @@ export class HotRows<Row> {
     this.drop();
   }
 
-  /** The engine applied `batch`: drops everything unless every event in it is unrelated. */
-  applied(batch: RecordedEvent[]): void {
-    if (batch.some((event) => !UNRELATED.has(categoryOf(event.streamId)))) this.drop();
-  }
-
   drop(): void {
     this.generation++;
     this.answers.clear();
@@ -110,8 +105,9 @@ export class HotLookups implements ReadModelFollower {
     for (const rows of this.all) rows.following(live);
   }
 
+  /** The engine applied `batch`: everything goes unless every event in it is unrelated. */
   applied(batch: RecordedEvent[]): void {
-    for (const rows of this.all) rows.applied(batch);
+    if (batch.some((event) => !UNRELATED.has(categoryOf(event.streamId)))) this.drop();
   }
 
   drop(): void {

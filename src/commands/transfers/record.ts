@@ -51,9 +51,10 @@ const USAGE_SNAPSHOT = "usage/v2";
 /** The account stream's snapshot kind: a new shape of AccountState takes a new kind. */
 const ACCOUNT_SNAPSHOT = "account/v2";
 /** A transfer's stream, remembered only (it stays short): a new shape of Transfer takes a new kind. */
+const TRANSFER_KIND = "transfer/v1";
 const transferStream = (transferId: string) => ({
   decider: transferDecider,
-  kind: "transfer/v1",
+  kind: TRANSFER_KIND,
   streamId: streams.transfer(transferId),
   short: true,
 });
@@ -148,7 +149,7 @@ async function createTogether(
     const transferAppends: StreamAppend[] = [];
     const counted: UsageEvent[] = [];
     const countedToStore: StreamAppend["events"] = [];
-    const createdTransfers: { transferId: string; events: TransferEvent[] }[] = [];
+    const createdTransfers: { transferId: string; revision: number; state: Transfer }[] = [];
     for (const { input, actor } of queued) {
       try {
         const { created, counts } = decideCreate(input, books, {
@@ -167,8 +168,13 @@ async function createTogether(
             now,
           ),
         );
-        createdTransfers.push({ transferId: input.transferId, events: created });
-        decisions.push(decided(created));
+        const transfer = decided(created);
+        createdTransfers.push({
+          transferId: input.transferId,
+          revision: created.length - 1,
+          state: transfer,
+        });
+        decisions.push(transfer);
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         decisions.push(error);
@@ -182,13 +188,16 @@ async function createTogether(
             { streamId: usage.streamId, expected: usage.expected, events: countedToStore },
           ]);
     await keepSnapshot(deps, usageDecider, usage, counted);
-    for (const { transferId, events } of createdTransfers) {
-      const none = {
-        ...transferStream(transferId),
-        state: transferDecider.initialState(),
-        expected: NO_STREAM,
-      };
-      await keepSnapshot(deps, transferDecider, { ...none, mark: usage.mark, stored: false }, events);
+    for (const { transferId, revision, state } of createdTransfers) {
+      await deps.snapshots.keep(
+        streams.transfer(transferId),
+        TRANSFER_KIND,
+        { revision, state },
+        usage.mark,
+        {
+          stored: false,
+        },
+      );
     }
     return decisions.map((d) =>
       d instanceof DomainError
