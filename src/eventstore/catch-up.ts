@@ -1,16 +1,33 @@
-import type { Position, RecordedEvent, SubscribeOptions, Subscription } from "./port.js";
+import {
+  isAfter,
+  type Position,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from "./port.js";
 
 /**
  * Wakes sleepers when this process appends (or, on PostgreSQL, hears of another's), so
  * subscribers react at once instead of waiting for their next poll. Each notice moves a
  * generation, so a subscriber busy with a batch when an append is announced still learns of it.
+ *
+ * An append announced with its position tells a subscriber whether it has read it already: under
+ * load, appends committed while a batch was being read or applied are mostly in that batch, and
+ * reading again for each of their notices found nothing most of the time (on PostgreSQL, about
+ * three empty reads for every batch with 32 concurrent clients).
  */
 export class AppendSignal {
   private waiters = new Set<() => void>();
   /** How many appends were announced so far. */
   generation = 0;
+  /** The newest position announced; null until one is. */
+  newest: Position | null = null;
+  /** How many appends were announced without a position (another process's, heard through LISTEN). */
+  unplaced = 0;
 
-  notify(): void {
+  notify(position?: Position): void {
+    if (position === undefined) this.unplaced++;
+    else if (isAfter(position, this.newest)) this.newest = position;
     this.generation++;
     const waiters = [...this.waiters];
     this.waiters.clear();
@@ -41,16 +58,15 @@ export const DEFAULT_IDLE_POLL_MS = 250;
 const ERROR_PAUSE_MS = 1000;
 /**
  * A wake-up can come before its events are readable: on PostgreSQL a reader stays below the oldest
- * transaction still open anywhere, which may be another writer's. A few quick re-reads then find
- * them, instead of sleeping a whole idle poll.
+ * transaction still open anywhere, which may be another writer's (a projection batch's, too). A few
+ * quick re-reads then find them, instead of sleeping a whole idle poll.
  */
 const EAGER_REREADS = 8;
-const EAGER_REREAD_MS = 3;
 /**
  * Woken again within this long of its last read, a subscription waits out the rest before reading:
  * under load every request's append wakes it, and one read for the appends of a few milliseconds
  * costs less than one read (most of them empty, while the others' transactions are still open)
- * for each.
+ * for each. Also the pause between quick re-reads.
  */
 const BUSY_READ_INTERVAL_MS = 4;
 
@@ -64,32 +80,48 @@ export function pollingSubscription(
   let running = true;
   let position = options.from;
   const batchSize = options.batchSize ?? 500;
+  const readInterval = options.readIntervalMs ?? BUSY_READ_INTERVAL_MS;
+  /** Waits until `readInterval` has passed since the last read. */
+  const paced = async (lastRead: number) => {
+    const early = lastRead + readInterval - Date.now();
+    if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
+  };
+  /** A newer position than this subscription's was announced: an append it has not read. */
+  const behind = () => signal.newest !== null && isAfter(signal.newest, position);
 
   const loop = async () => {
     let eager = 0;
+    /** The last wake-up was for an append without a position: whether it was read is unknown. */
+    let blind = false;
     let lastRead = 0;
     while (running) {
       try {
         // Appends announced from here on may be missing from this read.
-        const announced = signal.generation;
+        let announced = signal.generation;
+        const unplacedBefore = signal.unplaced;
         lastRead = Date.now();
         const batch = await readAll(position, batchSize);
         if (!running) break;
         if (batch.length > 0) {
-          eager = 0;
           await options.handle(batch);
           position = batch[batch.length - 1]?.position ?? position;
           // A full batch means more is waiting; otherwise read again only once told of an append.
           if (batch.length === batchSize) continue;
-        } else if (eager > 0) {
+        } else if (eager > 0 && (blind || behind())) {
           eager--;
-          await new Promise((resolve) => setTimeout(resolve, EAGER_REREAD_MS));
+          await paced(lastRead);
           continue;
         }
-        if (await signal.wait(idlePollMs, announced)) {
-          eager = EAGER_REREADS;
-          const early = lastRead + BUSY_READ_INTERVAL_MS - Date.now();
-          if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
+        eager = 0;
+        // Sleeps until told of an append this subscription may not have read, or the idle poll is due.
+        while (running && (await signal.wait(idlePollMs, announced))) {
+          blind = signal.unplaced > unplacedBefore;
+          if (blind || behind()) {
+            eager = EAGER_REREADS;
+            await paced(lastRead);
+            break;
+          }
+          announced = signal.generation;
         }
       } catch (error) {
         if (!running) break;

@@ -67,6 +67,11 @@ export interface SubscribeOptions {
   /** Called when `handle` or a read fails; the subscription retries after a pause. */
   onError?(error: unknown): void;
   batchSize?: number;
+  /**
+   * Reads at most this often while appends keep coming (default: a few milliseconds). A
+   * subscriber that need not keep up closely reads the appends of a longer while at once.
+   */
+  readIntervalMs?: number;
 }
 
 export interface StreamRead {

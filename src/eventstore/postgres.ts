@@ -113,13 +113,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   async appendMany(appends: StreamAppend[]): Promise<{ position: Position }> {
-    const results = await this.commit(appends);
-    const last =
-      results
-        .map((r) => r.position)
-        .sort()
-        .at(-1) ?? "";
-    return { position: last };
+    return { position: newestPosition(await this.commit(appends)) ?? "" };
   }
 
   async readStream(streamId: string, fromRevision = 0): Promise<RecordedEvent[]> {
@@ -211,7 +205,7 @@ export class PostgresEventStore implements EventStore {
     try {
       // Delivered when the statement commits, to every process that listens.
       const results = await this.appends.append(appends);
-      this.signal.notify();
+      this.signal.notify(newestPosition(results));
       countAppended(appends);
       return results;
     } catch (error) {
@@ -238,6 +232,14 @@ export class PostgresEventStore implements EventStore {
       return { revision: last.revision, position: last.position };
     });
   }
+}
+
+/** The position of the last event the appends wrote (positions sort as strings). */
+function newestPosition(results: AppendResult[]): Position | undefined {
+  return results
+    .map((r) => r.position)
+    .sort()
+    .at(-1);
 }
 
 /** How `handoff_append` (migrations/008_append_function.ts) names an expected version. */

@@ -1,6 +1,15 @@
 import type { Knex } from "knex";
 import type { EventStore, Position, RecordedEvent, Subscription } from "../eventstore/port.js";
 
+/** Events passed over before the checkpoint of a reactor that did nothing moves anyway. */
+const SAVE_EVERY = 1000;
+/**
+ * A reactor reads the appends of this long at once. An e-mail a tenth of a second later goes
+ * unnoticed; reading as often as the projections do cost a read per request under load, most of
+ * them empty while a projection batch's transaction held the log's readers back.
+ */
+const READ_INTERVAL_MS = 100;
+
 /**
  * Runs a side effect (an e-mail) once per event, from a checkpoint kept beside the projections'.
  * Unlike a projection it is never rebuilt, and it starts at the head of the log the first time it
@@ -8,9 +17,6 @@ import type { EventStore, Position, RecordedEvent, Subscription } from "../event
  * before the checkpoint repeats that one effect. The checkpoint moves after a batch it acted on,
  * or every SAVE_EVERY events: batches with nothing to do cost no write.
  */
-/** Events passed over before the checkpoint of a reactor that did nothing moves anyway. */
-const SAVE_EVERY = 1000;
-
 export class Reactor {
   private subscription: Subscription | null = null;
 
@@ -32,6 +38,7 @@ export class Reactor {
     let unsaved = 0;
     this.subscription = this.store.subscribe({
       from,
+      readIntervalMs: READ_INTERVAL_MS,
       handle: async (batch) => {
         let acted = false;
         for (const event of batch) acted = (await this.react(event)) || acted;

@@ -13,6 +13,13 @@ export interface RebuildProgress {
 const REBUILD_BATCH = 5000;
 /** Events read and applied per transaction while catching up; under load, concurrent requests share one. */
 const BATCH_SIZE = 500;
+/**
+ * Under load the read models take the appends of at least this long in one batch. A batch costs
+ * about six round trips to the database whatever its size, and each is dear (a socket write and a
+ * wake-up of the database's process); a request that reads the models after a write waits for at
+ * most this much more.
+ */
+const READ_INTERVAL_MS = 10;
 
 /** Another process moved a checkpoint (a rebuild, or a second instance): read them again and go on. */
 class CheckpointMoved extends Error {}
@@ -152,6 +159,7 @@ export class ProjectionEngine {
     this.subscription = this.store.subscribe({
       from: oldest(checkpoints, this.projections),
       batchSize: BATCH_SIZE,
+      readIntervalMs: READ_INTERVAL_MS,
       handle: (batch) => this.applyBatch(batch),
       onError: (error) => {
         if (error instanceof CheckpointMoved) {
