@@ -5,6 +5,7 @@ import type { RecordedEvent } from "../src/eventstore/port.js";
 import { personalFields, publicData } from "../src/privacy/fields.js";
 import { ERASED } from "../src/privacy/personal-data.js";
 import type { Projection } from "./projection.js";
+import { runTogether, type Statement } from "./statements.js";
 
 /**
  * History (decisions 6.1–6.3): one `history_entries` row per event that belongs to an account, an
@@ -133,31 +134,33 @@ async function knownStreams(trx: Knex.Transaction, events: RecordedEvent[]): Pro
 }
 
 /**
- * Inserts the pending rows, a table at a time, each column as one array parameter (`unnest`): one
- * short statement however many rows, where a multi-row VALUES list would carry a parameter per
- * field and cost more to parse and bind than to insert.
+ * Inserts the pending rows, all three tables in one statement, each column as one array parameter
+ * (`unnest`): one short statement however many rows, where a multi-row VALUES list would carry a
+ * parameter per field and cost more to parse and bind than to insert.
  */
 async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
   const column = <T, K extends keyof T>(rows: T[], key: K): T[K][] => rows.map((row) => row[key]);
+  const inserts: Statement[] = [];
   if (pending.streams.length > 0) {
-    await trx.raw(
-      "insert into history_streams (stream_id, subjects) select s, string_to_array(j, ' ') from unnest(?::text[], ?::text[]) as t(s, j)",
-      [column(pending.streams, "stream_id"), pending.streams.map((row) => row.subjects.join(" "))],
-    );
+    inserts.push({
+      sql: "insert into history_streams (stream_id, subjects) select s, string_to_array(j, ' ') from unnest(?::text[], ?::text[]) as t(s, j)",
+      bindings: [column(pending.streams, "stream_id"), pending.streams.map((row) => row.subjects.join(" "))],
+    });
   }
   if (pending.entries.length > 0) {
     // The entries as one JSON document: their data is JSON already, and goes in without escaping.
-    await trx.raw(
-      "insert into history_entries select * from json_populate_recordset(null::history_entries, ?::json)",
-      [JSON.stringify(pending.entries)],
-    );
+    inserts.push({
+      sql: "insert into history_entries select * from json_populate_recordset(null::history_entries, ?::json)",
+      bindings: [JSON.stringify(pending.entries)],
+    });
   }
   if (pending.index.length > 0) {
-    await trx.raw(
-      "insert into history_index (subject, position) select * from unnest(?::text[], ?::text[])",
-      [column(pending.index, "subject"), column(pending.index, "position")],
-    );
+    inserts.push({
+      sql: "insert into history_index (subject, position) select * from unnest(?::text[], ?::text[])",
+      bindings: [column(pending.index, "subject"), column(pending.index, "position")],
+    });
   }
+  await runTogether(trx, inserts);
 }
 
 /**

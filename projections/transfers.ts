@@ -5,6 +5,7 @@ import { type TransferEvent, type TransferRecord, withWrappedKey } from "../doma
 import type { RecordedEvent } from "../src/eventstore/port.js";
 import { ERASED } from "../src/privacy/personal-data.js";
 import type { Projection } from "./projection.js";
+import { runTogether, type Statement } from "./statements.js";
 
 /**
  * One row per transfer: the list, get, inbox and housekeeping all read it. `created_position`
@@ -94,11 +95,11 @@ async function changeOf(
 }
 
 /**
- * The changes to older rows, one statement per set of changed columns: each change is a row of a
- * JSON recordset joined to its transfer by id (a download changes `downloads` alone, so a batch of
- * downloads is one statement however many rows it touches).
+ * The changes to older rows, one update per set of changed columns: each change is a row of a JSON
+ * recordset joined to its transfer by id (a download changes `downloads` alone, so a batch of
+ * downloads is one update however many rows it touches). Each transfer is in one of them.
  */
-async function updateRows(trx: Knex.Transaction, changed: Map<string, Row>): Promise<void> {
+function rowUpdates(changed: Map<string, Row>): Statement[] {
   const byColumns = new Map<string, Row[]>();
   for (const [id, change] of changed) {
     const columns = Object.keys(change).sort().join(",");
@@ -106,28 +107,30 @@ async function updateRows(trx: Knex.Transaction, changed: Map<string, Row>): Pro
     rows.push({ ...change, id });
     byColumns.set(columns, rows);
   }
-  for (const [columns, rows] of byColumns) {
+  return [...byColumns].map(([columns, rows]) => {
     const names = columns.split(",");
-    await trx.raw(
-      `update transfers as t set ${names.map(() => "?? = s.??").join(", ")}
+    return {
+      sql: `update transfers as t set ${names.map(() => "?? = s.??").join(", ")}
          from jsonb_populate_recordset(null::transfers, ?::jsonb) as s where t.id = s.id`,
-      [...names.flatMap((name) => [name, name]), JSON.stringify(rows)],
-    );
-  }
+      bindings: [...names.flatMap((name) => [name, name]), JSON.stringify(rows)],
+    };
+  });
 }
 
 async function applyTransfers(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void> {
   const created = new Map<string, Row>();
   const changed = new Map<string, Row>();
+  // New rows and changes to older ones touch different rows: one statement for all of them.
   const flush = async () => {
-    // Every new row in one statement with one parameter, however many there are.
+    const statements = rowUpdates(changed);
     if (created.size > 0) {
-      await trx.raw(
-        "insert into transfers select * from jsonb_populate_recordset(null::transfers, ?::jsonb)",
-        [JSON.stringify([...created.values()])],
-      );
+      // Every new row with one parameter, however many there are.
+      statements.push({
+        sql: "insert into transfers select * from jsonb_populate_recordset(null::transfers, ?::jsonb)",
+        bindings: [JSON.stringify([...created.values()])],
+      });
     }
-    if (changed.size > 0) await updateRows(trx, changed);
+    await runTogether(trx, statements);
     created.clear();
     changed.clear();
   };
