@@ -23,6 +23,7 @@ import {
   type ByteRange,
   type DownloadUrlOptions,
   type LeftoverScan,
+  type OpenedBlob,
   type PresignedRequest,
   type StoredGroup,
   type UploadUrlOptions,
@@ -218,22 +219,35 @@ export class FileSystemBlobStore implements BlobStore {
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {
-    const path = this.pathOf(key);
     if (range) checkRange(range);
-    const file = await open(path, "r").catch((error: NodeJS.ErrnoException) => {
-      throw isMissing(error) ? new BlobNotFoundError(key) : error;
+    const blob = await this.open(key);
+    if (!blob) throw new BlobNotFoundError(key);
+    if (range && range.start >= blob.size) {
+      await blob.close();
+      throw new RangeError(`range ${range.start}-${range.end} not satisfiable: size ${blob.size}`);
+    }
+    return blob.read(range);
+  }
+
+  async open(key: string): Promise<OpenedBlob | null> {
+    const file = await open(this.pathOf(key), "r").catch((error: NodeJS.ErrnoException) => {
+      if (isMissing(error)) return null;
+      throw error;
     });
+    if (!file) return null;
     try {
       const { size } = await file.stat();
-      // An end keeps each read to what is left: without one a 1 KiB file still gets a 1 MiB buffer.
-      if (!range) return file.createReadStream({ end: Math.max(size - 1, 0), highWaterMark: STREAM_CHUNK });
-      if (range.start >= size)
-        throw new RangeError(`range ${range.start}-${range.end} not satisfiable: size ${size}`);
-      return file.createReadStream({
-        start: range.start,
-        end: Math.min(range.end, size - 1),
-        highWaterMark: STREAM_CHUNK,
-      });
+      return {
+        size,
+        // An end keeps each read to what is left: without one a 1 KiB file still gets a 1 MiB buffer.
+        read: async (range) =>
+          file.createReadStream({
+            start: range?.start ?? 0,
+            end: Math.max(Math.min(range?.end ?? size - 1, size - 1), 0),
+            highWaterMark: STREAM_CHUNK,
+          }),
+        close: () => file.close(),
+      };
     } catch (error) {
       await file.close();
       throw error;

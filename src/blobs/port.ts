@@ -13,6 +13,12 @@ export interface BlobStore {
   ): Promise<{ size: number }>;
   /** Streams a blob, or the inclusive byte range `start`–`end` of it; BlobNotFoundError when missing. */
   get(key: string, range?: ByteRange): Promise<Readable>;
+  /**
+   * Opens a blob to serve it: its size first (to answer a Range header), then its bytes, from the
+   * one look-up (on the filesystem the open file, where a stat and a get were a look-up each).
+   * null when missing.
+   */
+  open(key: string): Promise<OpenedBlob | null>;
   /** Size of a stored blob, or null. */
   stat(key: string): Promise<{ size: number } | null>;
   /** Deletes blobs; missing ones are not an error. */
@@ -28,6 +34,25 @@ export interface BlobStore {
    * S3 bucket's lifecycle rules abort its incomplete uploads). See src/housekeeping/leftovers.ts.
    */
   leftovers?: LeftoverScan;
+}
+
+/** A blob opened to be served: read it once, or close it unread. */
+export interface OpenedBlob {
+  size: number;
+  /** Streams the blob, or the inclusive range `start`–`end` of it (the end clamped to the size). */
+  read(range?: ByteRange): Promise<Readable>;
+  /** Lets go of a blob that will not be read. */
+  close(): Promise<void>;
+}
+
+/** `open` for a store whose size look-up and reads are separate requests anyway (S3). */
+export async function openByStat(
+  store: Pick<BlobStore, "stat" | "get">,
+  key: string,
+): Promise<OpenedBlob | null> {
+  const stat = await store.stat(key);
+  if (!stat) return null;
+  return { size: stat.size, read: (range) => store.get(key, range), close: async () => {} };
 }
 
 /** The blobs stored under one key prefix (a transfer's directory). */

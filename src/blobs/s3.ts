@@ -19,6 +19,8 @@ import {
   type BlobStore,
   type ByteRange,
   type DownloadUrlOptions,
+  type OpenedBlob,
+  openByStat,
   type PresignedRequest,
   type UploadUrlOptions,
 } from "./port.js";
@@ -123,6 +125,10 @@ export class S3BlobStore implements BlobStore {
         throw new RangeError(`range ${range?.start}-${range?.end} not satisfiable`);
       throw error;
     }
+  }
+
+  open(key: string): Promise<OpenedBlob | null> {
+    return openByStat(this, key);
   }
 
   async stat(key: string): Promise<{ size: number } | null> {

@@ -9,7 +9,8 @@ interface Reply {
 /**
  * PostgreSQL's own setting is 128 MB of shared buffers, all of it resident in PGlite's WebAssembly
  * memory once touched. An embedded Handoff's working set (the newest events, the live transfers) is
- * far smaller; 32 MB keeps it cached and the process within its memory budget.
+ * far smaller; 16 MB keeps it cached (the operating system's page cache holds the rest of the
+ * files) and the process within its memory budget.
  */
 const EMBEDDED_SETTINGS = ["shared_buffers = 16MB"];
 const WORKER_YOUNG_GENERATION_MB = 8;

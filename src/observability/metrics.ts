@@ -3,7 +3,7 @@ import { pipeline, Transform, type TransformCallback } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { BlobStore, ByteRange } from "../blobs/port.js";
+import type { BlobStore } from "../blobs/port.js";
 import { bearer } from "../http/auth.js";
 import { unauthorized } from "../http/errors.js";
 import { digestsEqual, sha256Hex } from "../security/secrets.js";
@@ -83,6 +83,12 @@ class ByteMeter extends Transform {
   }
 }
 
+/** A served blob's stream, counted as it is read. */
+function metered(source: Readable): Readable {
+  // pipeline() hands back its last stream; destroying it (a client gone) closes the source too.
+  return pipeline(source, new ByteMeter(downloadedBytes), () => {});
+}
+
 /**
  * The blob store with its bytes counted: stored bytes once a put completes, served bytes as the
  * stream is read. With S3, signed links bypass the server: only multipart creates count there.
@@ -94,10 +100,10 @@ export function meteredBlobStore(store: BlobStore): BlobStore {
       uploadedBytes.inc(stored.size);
       return stored;
     },
-    async get(key: string, range?: ByteRange): Promise<Readable> {
-      const source = await store.get(key, range);
-      // pipeline() hands back its last stream; destroying it (a client gone) closes the source too.
-      return pipeline(source, new ByteMeter(downloadedBytes), () => {});
+    get: async (key, range) => metered(await store.get(key, range)),
+    async open(key) {
+      const blob = await store.open(key);
+      return blob && { ...blob, read: async (range) => metered(await blob.read(range)) };
     },
     stat: (key) => store.stat(key),
     delete: (keys) => store.delete(keys),

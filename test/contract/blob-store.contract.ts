@@ -3,7 +3,12 @@ import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalBlobUrls } from "../../src/blobs/local-urls.js";
-import { BlobNotFoundError, type BlobStore, BlobTooLargeError } from "../../src/blobs/port.js";
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  BlobTooLargeError,
+  type OpenedBlob,
+} from "../../src/blobs/port.js";
 import { titled } from "../support/databases.js";
 
 export interface BlobStoreUnderTest {
@@ -166,6 +171,25 @@ export function blobStoreContract(
       same(await range(last, last), data.subarray(last));
       same(await range(0, last), data);
       same(await range(last - 9, last + 100), data.subarray(last - 9));
+    });
+
+    it("opens a blob to serve it: its size, then the whole or a range; null when missing", async () => {
+      const data = randomBytes(70_000);
+      const k = key("open");
+      expect(await store.open(k)).toBeNull();
+      await store.put(k, chunked(data), { maxBytes: null });
+      const whole = await store.open(k);
+      expect(whole?.size).toBe(data.length);
+      same(await readAll(await (whole as OpenedBlob).read()), data);
+      const ranged = await store.open(k);
+      same(
+        await readAll(await (ranged as OpenedBlob).read({ start: 65_530, end: 80_000 })),
+        data.subarray(65_530),
+      );
+      // Opened and let go unread: the key can still be replaced and deleted.
+      await (await store.open(k))?.close();
+      await store.delete([k]);
+      expect(await store.open(k)).toBeNull();
     });
 
     it("stats a blob's size, and null for a missing one", async () => {

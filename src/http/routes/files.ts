@@ -140,15 +140,15 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
         if (!(await downloadable(transferId))) throw goneForDownload();
         // The purge may remove the file at any moment from here on: missing is gone, never 500.
         // Once open, the file serves to its end even if it is unlinked meanwhile.
-        const stat = await blobs.stat(claims.key);
-        if (!stat) throw goneForDownload();
-        const range = parseRange(request.headers.range, stat.size);
+        const blob = await blobs.open(claims.key);
+        if (!blob) throw goneForDownload();
+        const range = parseRange(request.headers.range, blob.size);
+        if (range === "unsatisfiable" || blob.size === 0) await blob.close();
         if (range === "unsatisfiable") {
-          reply.header("content-range", `bytes */${stat.size}`);
-          throw new HttpError(416, "RANGE_NOT_SATISFIABLE", `the file has ${stat.size} bytes`);
+          reply.header("content-range", `bytes */${blob.size}`);
+          throw new HttpError(416, "RANGE_NOT_SATISFIABLE", `the file has ${blob.size} bytes`);
         }
-        const body =
-          stat.size === 0 ? "" : await blobs.get(claims.key, range ?? undefined).catch(goneWhenMissing);
+        const body = blob.size === 0 ? "" : await blob.read(range ?? undefined).catch(goneWhenMissing);
         reply
           .header("accept-ranges", "bytes")
           // Types stored before they were checked (or by S3 clients) must not break the answer.
@@ -157,10 +157,10 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
         if (range) {
           reply
             .status(206)
-            .header("content-range", `bytes ${range.start}-${range.end}/${stat.size}`)
+            .header("content-range", `bytes ${range.start}-${range.end}/${blob.size}`)
             .header("content-length", range.end - range.start + 1);
         } else {
-          reply.header("content-length", stat.size);
+          reply.header("content-length", blob.size);
         }
         return reply.send(body);
       },
