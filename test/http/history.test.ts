@@ -231,6 +231,12 @@ describe("history, audit and compliance reports (decisions 6.1–6.4)", () => {
     await sendTransfer(t, apiKey, [{ name: "b.txt", data: Buffer.alloc(50) }], { max_downloads: "1" });
     await downloadOk(t, apiKey, first.id, "bob");
     await t.call("DELETE", `/v1/transfers/${first.id}`, { key: apiKey });
+    // The housekeeper's purge of the deleted transfer's files is an event too: let it land before
+    // the reports, so that all of them are taken at the same head.
+    await waitUntil(async () => {
+      const entries = await historyOf(t, apiKey, `/v1/transfers/${first.id}/history`);
+      return entries.some((e) => e.type === "TransferFilesDeleted");
+    }, "the housekeeper purged the deleted transfer's files");
     const month = first.created_at.slice(0, 7);
 
     const one = await t.call("GET", `/v1/reports/compliance?month=${month}`, { key: apiKey });
