@@ -115,6 +115,7 @@ export function pollingSubscription(
         eager = 0;
         // Sleeps until told of an append this subscription may not have read, or the idle poll is due.
         while (running && (await signal.wait(idlePollMs, announced))) {
+          if (!running) break;
           blind = signal.unplaced > unplacedBefore;
           if (blind || behind()) {
             eager = EAGER_REREADS;
