@@ -8,25 +8,32 @@
  */
 import { prefilterWasm } from "./prefilter-wasm.js";
 
+/** Where a word lies in every match of the override patterns that holds it: at the match's start or end. */
+export type WordPlace = "starts" | "ends";
+
 /**
- * The words, lower case, and where in each the three searched bytes start. Every match of an override
- * pattern contains one (rules.json): `ignore|disregard|forget` start the first pattern, `disregard|reveal|
- * print|show` the second, `mode` ends the third, and the markers hold `<|` or `[inst`. They are what text
- * uses least of the patterns' words: "previous instructions", "system prompt" and "you" are everyday words
- * of text about agents. The three bytes searched are each word's rarest in English text, by low nibbles.
+ * The words, lower case, where they lie in a match, and where in each the three searched bytes start. Every
+ * match of an override pattern contains one (rules.json): `ignore|disregard|forget` start the first
+ * pattern, `disregard|reveal|print|show` the second, `mode` ends the third, and the markers hold `<|` or
+ * `[inst`. They are what text uses least of the patterns' words: "previous instructions", "system prompt"
+ * and "you" are everyday words of text about agents. The three bytes searched are each word's rarest in
+ * English text, by low nibbles.
  */
 export const PREFILTER_WORDS = [
-  { word: "ignore", searchedAt: 1 },
-  { word: "disregard", searchedAt: 1 },
-  { word: "forget", searchedAt: 1 },
-  { word: "reveal", searchedAt: 2 },
-  { word: "print", searchedAt: 0 },
-  { word: "show", searchedAt: 1 },
-  { word: "mode", searchedAt: 0 },
-  { word: "[inst", searchedAt: 0 },
+  { word: "ignore", place: "starts", searchedAt: 1 },
+  { word: "disregard", place: "starts", searchedAt: 1 },
+  { word: "forget", place: "starts", searchedAt: 1 },
+  { word: "reveal", place: "starts", searchedAt: 2 },
+  { word: "print", place: "starts", searchedAt: 0 },
+  { word: "show", place: "starts", searchedAt: 1 },
+  { word: "mode", place: "ends", searchedAt: 0 },
+  { word: "[inst", place: "starts", searchedAt: 0 },
 ] as const;
 /** The other word, found natively: `<` and `|` are rare bytes, but by low nibble both are `l` (as in "all"). */
-export const PREFILTER_MARKER = "<|";
+export const PREFILTER_MARKER = { word: "<|", place: "starts" } as const;
+
+/** Called with each prefilter word found: its bytes' range and its place in a match; true stops the search. */
+export type WordVisit = (start: number, end: number, place: WordPlace) => boolean;
 
 const SEARCHED_BYTES = 3;
 /** The notes are vectors of this many lanes. */
@@ -62,15 +69,17 @@ interface PrefilterExports {
 interface Word {
   lower: Uint8Array;
   caseBit: Uint8Array;
+  place: WordPlace;
   searchedAt: number;
 }
 
-const words: Word[] = PREFILTER_WORDS.map(({ word, searchedAt }) => ({
+const words: Word[] = PREFILTER_WORDS.map(({ word, place, searchedAt }) => ({
   lower: Buffer.from(word, "latin1"),
   caseBit: Uint8Array.from(word, (c) => (/[a-z]/.test(c) ? 0x20 : 0)),
+  place,
   searchedAt,
 }));
-const marker = Buffer.from(PREFILTER_MARKER, "latin1");
+const marker = Buffer.from(PREFILTER_MARKER.word, "latin1");
 
 /** Table q, entry n: the bits of the words (bit i for word i) whose searched byte q has low nibble n. */
 function nibbleTables(): Uint8Array {
@@ -105,12 +114,12 @@ export interface WordSearch {
   /** The largest byte the block holds, or more. */
   highestByte(): number;
   /**
-   * Calls `visit(start, end)` for the prefilter words lying whole in the block (in no set order), until one
+   * Calls `visit` for the prefilter words lying whole in the block (in no set order), until one
    * call returns true. Returns true when one did, and also when the block held more candidates than the
    * module lists or WebAssembly is missing (then not every word was visited: the caller must treat the
    * block as possibly matching); false otherwise.
    */
-  someWord(visit: (start: number, end: number) => boolean): boolean;
+  someWord(visit: WordVisit): boolean;
 }
 
 /** Bytes gathered and searched in blocks this long (the module's input): per-block costs count once a block. */
@@ -173,13 +182,13 @@ class SimdWordSearch implements WordSearch {
     return false;
   }
 
-  someWord(visit: (start: number, end: number) => boolean): boolean {
+  someWord(visit: WordVisit): boolean {
     if (!this.complete) return true;
     const bytes = this.input.subarray(0, this.length);
     if (this.mayHoldMarker()) {
       const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       for (let at = buffer.indexOf(marker); at >= 0; at = buffer.indexOf(marker, at + 1)) {
-        if (visit(at, at + marker.length)) return true;
+        if (visit(at, at + marker.length, PREFILTER_MARKER.place)) return true;
       }
     }
     for (let i = 0; i < this.found; i++) {
@@ -188,7 +197,7 @@ class SimdWordSearch implements WordSearch {
       for (let bits = entry & 0xff; bits !== 0; bits &= bits - 1) {
         const word = words[31 - Math.clz32(bits & -bits)] as Word;
         const start = position - word.searchedAt;
-        if (wordAt(bytes, start, word) && visit(start, start + word.lower.length)) return true;
+        if (wordAt(bytes, start, word) && visit(start, start + word.lower.length, word.place)) return true;
       }
     }
     return false;

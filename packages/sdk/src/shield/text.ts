@@ -12,7 +12,7 @@
  */
 import { type Findings, quote } from "./findings.js";
 import { asBuffer, Overlap } from "./overlap.js";
-import { BLOCK_BYTES, createWordSearch, type WordSearch } from "./prefilter.js";
+import { BLOCK_BYTES, createWordSearch, type WordPlace, type WordSearch } from "./prefilter.js";
 import { type HiddenRange, rules } from "./rules.js";
 
 const blankClass = (chars: string) =>
@@ -63,13 +63,35 @@ function foldedCharsAfter(bytes: Uint8Array, start: number, chars: number): numb
 
 /**
  * The bytes around the prefilter word at [start, end) that hold every match containing it: `chars` folded
- * characters on each side (`chars` is at least the longest match, folded), whitespace runs left whole.
+ * characters (at least the longest match, folded) after it when matches start with it, before it when they
+ * end with it, whitespace runs left whole.
  */
-function windowAround(bytes: Uint8Array, start: number, end: number, chars: number): Uint8Array {
-  return bytes.subarray(foldedCharsBefore(bytes, start, chars), foldedCharsAfter(bytes, end, chars));
+function windowAround(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  place: WordPlace,
+  chars: number,
+): Uint8Array {
+  return place === "starts"
+    ? bytes.subarray(start, foldedCharsAfter(bytes, end, chars))
+    : bytes.subarray(foldedCharsBefore(bytes, start, chars), end);
 }
 
-/** A window costs about what the patterns cost on this many bytes of a chunk, besides its own length. */
+/** The override patterns tried at the start of a text only (sticky). */
+const overrideAtStart = new RegExp(rules.override.source, `${rules.override.flags}y`);
+
+/**
+ * Whether an override pattern matches in the window of a word at `place`: where the word starts every match
+ * holding it, only a match at the window's start can hold it, and only there need the patterns be tried.
+ */
+function windowMatches(window: string, place: WordPlace): boolean {
+  if (place === "ends") return rules.override.test(window);
+  overrideAtStart.lastIndex = 0;
+  return overrideAtStart.test(window);
+}
+
+/** A window costs about what the patterns cost on this many bytes of a block, besides its own length. */
 const WINDOW_COST_BYTES = 256;
 
 /**
@@ -79,10 +101,10 @@ const WINDOW_COST_BYTES = 256;
 function overrideMayMatch(search: WordSearch, bytes: Uint8Array): boolean {
   const chars = rules.limits.override_overlap_chars;
   let budget = bytes.length;
-  return search.someWord((start, end) => {
-    const window = windowAround(bytes, start, end, chars);
+  return search.someWord((start, end, place) => {
+    const window = windowAround(bytes, start, end, place, chars);
     budget -= WINDOW_COST_BYTES + window.length;
-    return budget < 0 || rules.override.test(latin1(window));
+    return budget < 0 || windowMatches(latin1(window), place);
   });
 }
 

@@ -129,8 +129,27 @@ describe("Shield prefilter", () => {
     }
   });
 
+  it("finds each word only where its place says, in every match that holds it", () => {
+    const all = [...PREFILTER_WORDS, PREFILTER_MARKER];
+    for (const pattern of data.override_patterns) {
+      const match = fc.tuple(fc.stringMatching(new RegExp(`^(?:${pattern})$`)), fc.array(fc.boolean()));
+      fc.assert(
+        fc.property(match, ([m, upper]) => {
+          const lower = recased(m, upper).toLowerCase();
+          for (const { word, place } of all) {
+            const expected = place === "starts" ? 0 : lower.length - word.length;
+            for (let at = lower.indexOf(word); at >= 0; at = lower.indexOf(word, at + 1)) {
+              expect(at, `${word} in ${JSON.stringify(m)}`).toBe(expected);
+            }
+          }
+        }),
+        { numRuns: 300 },
+      );
+    }
+  });
+
   it("visits each word lying whole in the block, at its place", () => {
-    const all = [...PREFILTER_WORDS.map((w) => w.word), PREFILTER_MARKER];
+    const all = [...PREFILTER_WORDS, PREFILTER_MARKER].map((w) => w.word);
     const placed = fc.tuple(
       fc.string({ maxLength: 40 }),
       fc.constantFrom(...all),
