@@ -12,7 +12,13 @@
  */
 import { type Findings, quote } from "./findings.js";
 import { asBuffer, Overlap } from "./overlap.js";
-import { BLOCK_BYTES, createWordSearch, type WordPlace, type WordSearch } from "./prefilter.js";
+import {
+  BLOCK_BYTES,
+  giveBackWordSearch,
+  takeWordSearch,
+  type WordPlace,
+  type WordSearch,
+} from "./prefilter.js";
 import { type HiddenRange, rules } from "./rules.js";
 
 const blankClass = (chars: string) =>
@@ -179,9 +185,10 @@ function firstHidden(bytes: Buffer): { cp: number; range: HiddenRange } | null {
 export class TextScanner {
   private tail = "";
   private readonly hiddenBytes = new Overlap(3);
-  /** Holds the block being gathered, and searches it. */
-  private readonly search = createWordSearch();
+  /** Holds the block being gathered, and searches it; given back at the end. */
+  private readonly search = takeWordSearch();
   private gathered = 0;
+  private ended = false;
   /** Folded characters kept on each side of a seam: as long as the longest match (markup tags are longer). */
   private readonly overlap: number;
 
@@ -206,7 +213,10 @@ export class TextScanner {
   }
 
   end(): void {
+    if (this.ended) return;
     if (this.gathered > 0 && !this.done) this.scanGathered();
+    this.ended = true;
+    giveBackWordSearch(this.search);
   }
 
   private scanGathered(): void {
@@ -216,11 +226,13 @@ export class TextScanner {
     this.scan(block);
   }
 
+  /** Nothing more to search: every text finding made, or the search given back. */
   private get done(): boolean {
     return (
-      this.findings.has("prompt_injection") &&
-      this.findings.has("hidden_text") &&
-      (!this.markup || this.findings.has("active_content"))
+      this.ended ||
+      (this.findings.has("prompt_injection") &&
+        this.findings.has("hidden_text") &&
+        (!this.markup || this.findings.has("active_content")))
     );
   }
 
