@@ -1,16 +1,24 @@
 /**
  * Text checks on the decrypted stream: override patterns, hidden characters and, in HTML or SVG, active
  * content. Patterns are ASCII, so they run on the latin1 view of the bytes (one byte, one character): equal
- * to matching the decoded UTF-8 text. Each chunk is searched as it is, then its seam: the end of the earlier
- * text and the head of the chunk, whitespace runs folded to one space (which changes no match of a pattern
- * whose blanks are `\s+`), so a match cut by a chunk boundary, a line break or a long run of blanks is whole
- * in a bounded string. In a chunk, the override patterns run only around the words every match contains
+ * to matching the decoded UTF-8 text. The chunks, of whatever size they come, are gathered into blocks of
+ * `BLOCK_BYTES` (in the prefilter's memory, where they are searched), so what a block costs besides its
+ * bytes is paid once per block. Each block is searched as it is, then its seam: the end of the earlier
+ * text and the head of the block, whitespace runs folded to one space (which changes no match of a pattern
+ * whose blanks are `\s+`), so a match cut by a block boundary, a line break or a long run of blanks is whole
+ * in a bounded string. In a block, the override patterns run only around the words every match contains
  * (prefilter.ts), on windows that hold any such match whole; the findings are those of the patterns run on
- * the whole chunk.
+ * the whole block.
  */
 import { type Findings, quote } from "./findings.js";
 import { asBuffer, Overlap } from "./overlap.js";
-import { someWord } from "./prefilter.js";
+import {
+  BLOCK_BYTES,
+  giveBackWordSearch,
+  takeWordSearch,
+  type WordPlace,
+  type WordSearch,
+} from "./prefilter.js";
 import { type HiddenRange, rules } from "./rules.js";
 
 const blankClass = (chars: string) =>
@@ -61,35 +69,58 @@ function foldedCharsAfter(bytes: Uint8Array, start: number, chars: number): numb
 
 /**
  * The bytes around the prefilter word at [start, end) that hold every match containing it: `chars` folded
- * characters on each side (`chars` is at least the longest match, folded), whitespace runs left whole.
+ * characters (at least the longest match, folded) after it when matches start with it, before it when they
+ * end with it, whitespace runs left whole.
  */
-function windowAround(bytes: Uint8Array, start: number, end: number, chars: number): Uint8Array {
-  return bytes.subarray(foldedCharsBefore(bytes, start, chars), foldedCharsAfter(bytes, end, chars));
+function windowAround(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  place: WordPlace,
+  chars: number,
+): Uint8Array {
+  return place === "starts"
+    ? bytes.subarray(start, foldedCharsAfter(bytes, end, chars))
+    : bytes.subarray(foldedCharsBefore(bytes, start, chars), end);
 }
 
-/** A window costs about what the patterns cost on this many bytes of a chunk, besides its own length. */
+/** The override patterns tried at the start of a text only (sticky). */
+const overrideAtStart = new RegExp(rules.override.source, `${rules.override.flags}y`);
+
+/**
+ * Whether an override pattern matches in the window of a word at `place`: where the word starts every match
+ * holding it, only a match at the window's start can hold it, and only there need the patterns be tried.
+ */
+function windowMatches(window: string, place: WordPlace): boolean {
+  if (place === "ends") return rules.override.test(window);
+  overrideAtStart.lastIndex = 0;
+  return overrideAtStart.test(window);
+}
+
+/** A window costs about what the patterns cost on this many bytes of a block, besides its own length. */
 const WINDOW_COST_BYTES = 256;
 
 /**
- * False when no override pattern matches in `bytes`; true when one does, or when the prefilter words are so
- * many that their windows would cost more than searching the whole chunk.
+ * False when no override pattern matches in the block `bytes`, just searched by `search`; true when one does,
+ * or when the prefilter words are so many that their windows would cost more than searching the whole block.
  */
-function overrideMayMatch(bytes: Uint8Array): boolean {
+function overrideMayMatch(search: WordSearch, bytes: Uint8Array): boolean {
   const chars = rules.limits.override_overlap_chars;
   let budget = bytes.length;
-  return someWord(bytes, (start, end) => {
-    const window = windowAround(bytes, start, end, chars);
+  return search.someWord((start, end, place) => {
+    const window = windowAround(bytes, start, end, place, chars);
     budget -= WINDOW_COST_BYTES + window.length;
-    return budget < 0 || rules.override.test(latin1(window));
+    return budget < 0 || windowMatches(latin1(window), place);
   });
 }
 
 /**
- * The first match of the override patterns in the latin1 text of `bytes`, exactly as `rules.override.exec`
- * gives it, without running them over every byte: only when a window around a prefilter word matches.
+ * The first match of the override patterns in the latin1 text of the block `bytes`, exactly as
+ * `rules.override.exec` gives it, without running them over every byte: only when a window around a
+ * prefilter word matches.
  */
-export function firstOverride(bytes: Uint8Array): string | null {
-  return overrideMayMatch(bytes) ? (rules.override.exec(latin1(bytes))?.[0] ?? null) : null;
+function firstOverride(search: WordSearch, bytes: Uint8Array): string | null {
+  return overrideMayMatch(search, bytes) ? (rules.override.exec(latin1(bytes))?.[0] ?? null) : null;
 }
 
 function utf8Length(lead: number): number {
@@ -122,6 +153,9 @@ const hiddenLeads = [
   ),
 ];
 
+/** A block whose bytes are all below this holds no hidden character. */
+const lowestHiddenLead = Math.min(...hiddenLeads);
+
 function hiddenRangeOf(cp: number): HiddenRange | undefined {
   return rules.hiddenText.find((r) => cp >= r.from && cp <= r.to);
 }
@@ -148,14 +182,13 @@ function firstHidden(bytes: Buffer): { cp: number; range: HiddenRange } | null {
   return best;
 }
 
-/** Tiny chunks are gathered up to this size first: a seam per byte would cost more than the byte. */
-const GATHER_BYTES = 16 * 1024;
-
 export class TextScanner {
   private tail = "";
   private readonly hiddenBytes = new Overlap(3);
-  private readonly gathered = new Uint8Array(GATHER_BYTES);
-  private gatheredLength = 0;
+  /** Holds the block being gathered, and searches it; given back at the end. */
+  private readonly search = takeWordSearch();
+  private gathered = 0;
+  private ended = false;
   /** Folded characters kept on each side of a seam: as long as the longest match (markup tags are longer). */
   private readonly overlap: number;
 
@@ -170,42 +203,47 @@ export class TextScanner {
   }
 
   feed(chunk: Uint8Array): void {
-    if (chunk.length >= GATHER_BYTES) {
-      this.flush();
-      this.scan(chunk);
-      return;
+    for (let at = 0; at < chunk.length && !this.done; ) {
+      const take = Math.min(chunk.length - at, BLOCK_BYTES - this.gathered);
+      this.search.input.set(take === chunk.length ? chunk : chunk.subarray(at, at + take), this.gathered);
+      this.gathered += take;
+      at += take;
+      if (this.gathered === BLOCK_BYTES) this.scanGathered();
     }
-    if (this.gatheredLength + chunk.length > GATHER_BYTES) this.flush();
-    this.gathered.set(chunk, this.gatheredLength);
-    this.gatheredLength += chunk.length;
   }
 
   end(): void {
-    this.flush();
+    if (this.ended) return;
+    if (this.gathered > 0 && !this.done) this.scanGathered();
+    this.ended = true;
+    giveBackWordSearch(this.search);
   }
 
-  private flush(): void {
-    if (this.gatheredLength === 0) return;
-    this.scan(this.gathered.subarray(0, this.gatheredLength));
-    this.gatheredLength = 0;
+  private scanGathered(): void {
+    const block = this.search.input.subarray(0, this.gathered);
+    this.gathered = 0;
+    this.search.search(block.length);
+    this.scan(block);
   }
 
+  /** Nothing more to search: every text finding made, or the search given back. */
   private get done(): boolean {
     return (
-      this.findings.has("prompt_injection") &&
-      this.findings.has("hidden_text") &&
-      (!this.markup || this.findings.has("active_content"))
+      this.ended ||
+      (this.findings.has("prompt_injection") &&
+        this.findings.has("hidden_text") &&
+        (!this.markup || this.findings.has("active_content")))
     );
   }
 
+  /** Searches the block `bytes`, which `this.search` has just searched. */
   private scan(bytes: Uint8Array): void {
-    if (this.done) return;
     this.scanHidden(bytes);
     // The seam first: it starts earlier in the file.
     const seam = this.tail + folded(bytes, this.overlap, "head");
     if (!this.findings.has("prompt_injection")) this.reportOverride(rules.override.exec(seam)?.[0] ?? null);
     if (this.markup) this.scanMarkup(seam);
-    if (!this.findings.has("prompt_injection")) this.reportOverride(firstOverride(bytes));
+    if (!this.findings.has("prompt_injection")) this.reportOverride(firstOverride(this.search, bytes));
     if (this.markup) this.scanMarkup(latin1(bytes));
     const tail = folded(bytes, this.overlap, "tail");
     this.tail =
@@ -213,9 +251,12 @@ export class TextScanner {
         ? tail
         : folded(Buffer.from(this.tail + tail, "latin1"), this.overlap, "tail");
   }
+
   private scanHidden(bytes: Uint8Array): void {
     if (this.findings.has("hidden_text")) return;
-    const hit = firstHidden(this.hiddenBytes.seam(bytes)) ?? firstHidden(asBuffer(bytes));
+    const hit =
+      firstHidden(this.hiddenBytes.seam(bytes)) ??
+      (this.search.highestByte() >= lowestHiddenLead ? firstHidden(asBuffer(bytes)) : null);
     if (hit === null) return;
     const code = hit.cp.toString(16).toUpperCase().padStart(4, "0");
     this.findings.add(
