@@ -19,6 +19,7 @@ import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
 import { findAccount } from "./queries/accounts.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { openService } from "./service.js";
+import { tuneHeapForStreaming } from "./streaming-heap.js";
 
 export const SERVER_USAGE = `Server commands:
   serve                                   run the HTTP server
@@ -42,6 +43,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 export async function serve(): Promise<void> {
   v8.setFlagsFromString(HEAP_GROWTH_FLAG);
+  tuneHeapForStreaming();
   const service = await openService(loadConfig(process.env));
   const app = await buildApp(service, { logger: true });
   let stopping = false;

@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
-import { tuneHeapForDownloads } from "../download-heap.js";
+import { tuneHeapForStreaming } from "../../streaming-heap.js";
 import { agentClient } from "../environment.js";
 import { describeError } from "../errors.js";
 import { parseCommandArgs, required, shieldOption } from "../options.js";
@@ -14,7 +14,7 @@ import { inSpecOrder } from "./receive.js";
  * blocked file get a stderr line and listening goes on. SIGINT or SIGTERM ends it with exit 0.
  */
 export async function listen(args: string[]): Promise<number> {
-  tuneHeapForDownloads();
+  tuneHeapForStreaming();
   const { values } = parseCommandArgs(args, {
     identity: { type: "string" },
     out: { type: "string" },

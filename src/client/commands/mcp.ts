@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import type { HandoffClient } from "@handoff/sdk";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { tuneHeapForDownloads } from "../download-heap.js";
+import { tuneHeapForStreaming } from "../../streaming-heap.js";
 import { agentClient } from "../environment.js";
 import { describeError } from "../errors.js";
 import { type Announcement, startupAnnouncements } from "../mcp/startup.js";
@@ -20,7 +20,7 @@ const DEFAULT_DOWNLOADS = "handoff-downloads";
  * closes (the client went away) or SIGINT/SIGTERM.
  */
 export async function mcp(args: string[]): Promise<number> {
-  tuneHeapForDownloads();
+  tuneHeapForStreaming();
   const { values } = parseCommandArgs(args, {
     identity: { type: "string" },
     shield: { type: "string" },

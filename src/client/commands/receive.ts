@@ -3,7 +3,7 @@ import { rmdir } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { HandoffClient, ReceiveOptions, ReceiveResult } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
-import { tuneHeapForDownloads } from "../download-heap.js";
+import { tuneHeapForStreaming } from "../../streaming-heap.js";
 import { agentClient } from "../environment.js";
 import { parseCommandArgs, required, shieldOption } from "../options.js";
 import { printJson, warn } from "../output.js";
@@ -65,7 +65,7 @@ async function removeEmptyFolders(dir: string, top: string): Promise<void> {
  * blocked a file.
  */
 export async function receive(args: string[]): Promise<number> {
-  tuneHeapForDownloads();
+  tuneHeapForStreaming();
   const { values, positionals } = parseCommandArgs(
     args,
     {
