@@ -39,20 +39,10 @@ export interface BlobStore {
 /** A blob opened to be served: read it once, or close it unread. */
 export interface OpenedBlob {
   size: number;
-  /** Streams the blob, or the inclusive range `start`–`end` of it (the end clamped to the size). */
+  /** Streams the blob, or the inclusive range `start`–`end` of it: the start inside it, the end clamped to its size. */
   read(range?: ByteRange): Promise<Readable>;
   /** Lets go of a blob that will not be read. */
   close(): Promise<void>;
-}
-
-/** `open` for a store whose size look-up and reads are separate requests anyway (S3). */
-export async function openByStat(
-  store: Pick<BlobStore, "stat" | "get">,
-  key: string,
-): Promise<OpenedBlob | null> {
-  const stat = await store.stat(key);
-  if (!stat) return null;
-  return { size: stat.size, read: (range) => store.get(key, range), close: async () => {} };
 }
 
 /** The blobs stored under one key prefix (a transfer's directory). */

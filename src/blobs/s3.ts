@@ -20,7 +20,6 @@ import {
   type ByteRange,
   type DownloadUrlOptions,
   type OpenedBlob,
-  openByStat,
   type PresignedRequest,
   type UploadUrlOptions,
 } from "./port.js";
@@ -127,8 +126,11 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  open(key: string): Promise<OpenedBlob | null> {
-    return openByStat(this, key);
+  /** A HEAD for the size, then a GET when read: two requests, as a stat and a get were. */
+  async open(key: string): Promise<OpenedBlob | null> {
+    const stat = await this.stat(key);
+    if (!stat) return null;
+    return { size: stat.size, read: (range) => this.get(key, range), close: async () => {} };
   }
 
   async stat(key: string): Promise<{ size: number } | null> {

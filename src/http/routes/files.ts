@@ -143,12 +143,14 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
         const blob = await blobs.open(claims.key);
         if (!blob) throw goneForDownload();
         const range = parseRange(request.headers.range, blob.size);
-        if (range === "unsatisfiable" || blob.size === 0) await blob.close();
         if (range === "unsatisfiable") {
+          await blob.close();
           reply.header("content-range", `bytes */${blob.size}`);
           throw new HttpError(416, "RANGE_NOT_SATISFIABLE", `the file has ${blob.size} bytes`);
         }
-        const body = blob.size === 0 ? "" : await blob.read(range ?? undefined).catch(goneWhenMissing);
+        const empty = blob.size === 0;
+        if (empty) await blob.close();
+        const body = empty ? "" : await blob.read(range ?? undefined).catch(goneWhenMissing);
         reply
           .header("accept-ranges", "bytes")
           // Types stored before they were checked (or by S3 clients) must not break the answer.
