@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
+    // Every HTTP answer in the tests is checked against docs/openapi.json.
+    setupFiles: ["test/support/openapi-check-setup.ts"],
     pool: "forks",
     // Two cores here and in CI; each PGlite instance holds a few hundred MB.
     maxWorkers: 2,

@@ -37,13 +37,14 @@ const RESPONSE_HEADERS: Record<ResponseHeader | "X-Request-Id", Json> = {
   "X-RateLimit-Limit": integerHeader("Requests allowed in the current one-minute window for this credential"),
   "X-RateLimit-Remaining": integerHeader("Requests left in the current window"),
   "X-RateLimit-Reset": integerHeader("When the current window ends, in Unix seconds"),
-  "Retry-After": integerHeader("Seconds to wait before retrying"),
+  "Retry-After": { ...integerHeader("Seconds to wait before retrying"), required: true },
   "Idempotent-Replayed": {
     description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
     schema: { type: "string", enum: ["true"] },
   },
   "Accept-Ranges": { description: "Byte ranges are served", schema: { type: "string", enum: ["bytes"] } },
   "Content-Range": {
+    required: true,
     description: "The bytes sent (`bytes 0-99/1234`), or the file's size on a 416 (`bytes */1234`)",
     schema: { type: "string" },
   },
@@ -91,41 +92,48 @@ const TAGS: Record<string, string> = {
   admin: "Operator endpoints (ADMIN_TOKEN)",
 };
 
-/** Collects named schemas into `components.schemas` and answers references to them. */
+/**
+ * Collects named schemas into `components.schemas` and answers references to them. Convert every
+ * response (`output`) before any request (`input`): a named schema that reads differently as a
+ * request (defaults make fields optional, no `additionalProperties: false`) gets its own
+ * `<name>Input` component.
+ */
 class Components {
   readonly schemas: Record<string, Json> = {};
 
   /** The JSON Schema of `schema` as a request (`input`) or a response (`output`) sees it. */
   schemaOf(schema: z.ZodType, io: Io): Json {
     const converted = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
-    const { $schema: _, $defs, ...root } = converted;
-    for (const [id, definition] of Object.entries(($defs ?? {}) as Record<string, Json>)) {
-      this.add(id, referencing(definition) as Json);
+    const { $schema: _, $defs = {}, ...root } = converted;
+    const definitions = Object.entries($defs as Record<string, Json>);
+    const names = new Map<string, string>();
+    const asNamed = new Map<string, string>();
+    for (const [id, definition] of definitions) {
+      const existing = this.schemas[id];
+      const same = JSON.stringify(referencing(definition, asNamed)) === JSON.stringify(existing);
+      const differs = existing !== undefined && !same;
+      if (differs && io === "output") throw new Error(`two response schemas are named ${id}`);
+      names.set(id, differs ? `${id}Input` : id);
     }
-    return referencing(root) as Json;
-  }
-
-  private add(id: string, definition: Json): void {
-    const existing = this.schemas[id];
-    if (existing && JSON.stringify(existing) !== JSON.stringify(definition)) {
-      throw new Error(
-        `schema ${id} differs as a request and as a response (defaults, transforms): name the two apart`,
-      );
+    for (const [id, definition] of definitions) {
+      this.schemas[names.get(id) ?? id] = referencing(definition, names) as Json;
     }
-    this.schemas[id] = definition;
+    return referencing(root, names) as Json;
   }
 }
 
 /** zod writes references into `$defs`; the document keeps them in `components.schemas`. */
-function referencing(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(referencing);
+function referencing(value: unknown, names: Map<string, string>): unknown {
+  if (Array.isArray(value)) return value.map((item) => referencing(item, names));
   if (value === null || typeof value !== "object") return value;
   return Object.fromEntries(
-    Object.entries(value).map(([key, inner]) =>
-      key === "$ref" && typeof inner === "string"
-        ? [key, inner.replace("#/$defs/", "#/components/schemas/")]
-        : [key, referencing(inner)],
-    ),
+    Object.entries(value).map(([key, inner]) => {
+      if (key !== "$ref" || typeof inner !== "string" || !inner.startsWith("#/$defs/")) {
+        return [key, referencing(inner, names)];
+      }
+      const id = inner.slice("#/$defs/".length);
+      return [key, `#/components/schemas/${names.get(id) ?? id}`];
+    }),
   );
 }
 
@@ -207,12 +215,26 @@ function responseOf(answer: DocumentedAnswer, components: Components): Json {
   };
 }
 
-function operationOf(spec: OperationSpec, components: Components): Json {
+/** What the HTTP layer refuses before any operation runs; any operation can meet it. */
+export const PROTOCOL_REFUSALS = "4XX";
+const PROTOCOL_REFUSAL = {
+  description:
+    "Refused by the HTTP layer before the operation ran, in the one error body: a malformed request (400 BAD_REQUEST), a stalled one (408 REQUEST_TIMEOUT), a body, URI or headers too large (413 PAYLOAD_TOO_LARGE, 414 URI_TOO_LONG, 431 HEADERS_TOO_LARGE), an Expect it cannot meet (417)",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
+};
+
+function responsesOf(spec: OperationSpec, components: Components): Json {
+  return {
+    ...Object.fromEntries(
+      [...answersOf(spec)].map(([status, answer]) => [String(status), responseOf(answer, components)]),
+    ),
+    [PROTOCOL_REFUSALS]: { $ref: "#/components/responses/ProtocolRefusal" },
+  };
+}
+
+function operationOf(spec: OperationSpec, responses: Json, components: Components): Json {
   const parameters = parametersOf(spec, components);
   const requestBody = requestBodyOf(spec, components);
-  const responses = Object.fromEntries(
-    [...answersOf(spec)].map(([status, answer]) => [String(status), responseOf(answer, components)]),
-  );
   return {
     operationId: spec.operationId,
     tags: [spec.tag],
@@ -228,14 +250,16 @@ function operationOf(spec: OperationSpec, components: Components): Json {
 /** The OpenAPI 3.1 document of `operations`, served at /docs/json and written to docs/openapi.json. */
 export function openApiDocument(operations: readonly OperationSpec[], serverUrl: string): Json {
   const components = new Components();
+  const ids = new Set(operations.map((spec) => spec.operationId));
+  if (ids.size < operations.length) throw new Error("an operationId is used twice");
+  // Responses first: see Components.
+  const responses = operations.map((spec) => responsesOf(spec, components));
   const paths: Record<string, Json> = {};
-  const seen = new Set<string>();
-  for (const spec of operations) {
-    if (seen.has(spec.operationId)) throw new Error(`operationId ${spec.operationId} is used twice`);
-    seen.add(spec.operationId);
+  operations.forEach((spec, index) => {
     const path = openApiPath(spec.path);
-    paths[path] = { ...paths[path], [spec.method.toLowerCase()]: operationOf(spec, components) };
-  }
+    const declared = operationOf(spec, responses[index] as Json, components);
+    paths[path] = { ...paths[path], [spec.method.toLowerCase()]: declared };
+  });
   const usedTags = new Set(operations.map((spec) => spec.tag));
   return {
     openapi: "3.1.0",
@@ -253,6 +277,7 @@ export function openApiDocument(operations: readonly OperationSpec[], serverUrl:
     paths,
     components: {
       schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
+      responses: { ProtocolRefusal: PROTOCOL_REFUSAL },
       parameters: REQUEST_HEADERS,
       headers: RESPONSE_HEADERS,
       securitySchemes: SECURITY_SCHEMES,

@@ -66,6 +66,7 @@ function standardHeaders(spec: OperationSpec, status: number): ResponseHeader[] 
   // Counted requests carry the counter; a 401 is refused before counting.
   if (rateLimited(spec) && status !== 401) headers.push(...RATE_LIMIT_HEADERS);
   if (status === 429) headers.push("Retry-After");
+  if (status === 416) headers.push("Content-Range");
   // A stored answer (any status below 500) is sent again with this header.
   if (honoursIdempotencyKey(spec) && status !== 401 && status !== 429) headers.push("Idempotent-Replayed");
   return headers;

@@ -1,7 +1,9 @@
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance } from "fastify";
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { OPERATIONS } from "../contract/index.js";
+import { openApiDocument } from "../contract/openapi.js";
 import { echoRequestId, requestLogOptions } from "../observability/request-log.js";
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
@@ -35,6 +37,8 @@ export interface AppOptions {
   timeLimits?: TimeLimits;
   /** The built web app; default dist/web. */
   webRoot?: string;
+  /** Tests: runs before any hook or route is added (the check of every answer against the document). */
+  instrument?: (app: FastifyInstance) => void;
 }
 
 export async function buildApp(service: Service, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -51,6 +55,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     // Errors the router raises before any route (a malformed URL) get the one error body too.
     frameworkErrors: (error, request, reply) => sendError(error, request, reply),
   });
+  options.instrument?.(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // JSON endpoints take JSON only: anything else is 415, not a string body that fails validation later.
@@ -63,27 +68,10 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
     // The documentation pages are public; this hook must exist before swagger-ui adds them.
     if (route.url.startsWith("/docs")) route.config = { ...(route.config ?? {}), auth: "none" };
   });
+  // The document is written from the contract, not gathered from the routes: one source for both.
   await app.register(fastifySwagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "Handoff API",
-        description: "End-to-end encrypted file transfer for AI agents",
-        version: "1",
-      },
-      servers: [{ url: service.config.publicBaseUrl }],
-      components: {
-        securitySchemes: {
-          bearer: {
-            type: "http",
-            scheme: "bearer",
-            description: "API key (hnd_…) or a person's session token (hss_…)",
-          },
-        },
-      },
-      security: [{ bearer: [] }],
-    },
-    transform: jsonSchemaTransform,
+    mode: "static",
+    specification: { document: openApiDocument(OPERATIONS, service.config.publicBaseUrl) as never },
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs", uiConfig: { docExpansion: "list" } });
 

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
-import { z } from "zod";
 import { DomainError, type DomainErrorCode } from "../../domain/decider.js";
+import type { ErrorBody } from "../contract/common.js";
 import { WrongExpectedVersionError } from "../eventstore/port.js";
 import { AmbiguousRecipientError } from "../queries/recipients.js";
 import { maskEmail } from "./presenters.js";
@@ -96,19 +96,6 @@ const PROTOCOL_CODES: Record<number, string> = {
   417: "EXPECTATION_FAILED",
   431: "HEADERS_TOO_LARGE",
 };
-
-export const errorBodySchema = z.object({
-  error: z.object({
-    code: z.string(),
-    message: z.string(),
-    status: z.number().int(),
-    details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-    candidates: z
-      .array(z.object({ account_id: z.string(), account_name: z.string(), email_masked: z.string() }))
-      .optional(),
-  }),
-});
-export type ErrorBody = z.infer<typeof errorBodySchema>;
 
 function body(
   status: number,

@@ -1,11 +1,10 @@
-import type { z } from "zod";
 import { ERASED } from "../../domain/personal-data.js";
 import { bytesOf, statusAt, type Transfer, type TransferFile } from "../../domain/transfer.js";
+import type { Agent } from "../contract/agents.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
 import type { PersonRow } from "../queries/humans.js";
 import type { TransferRow } from "../queries/transfers.js";
-import type { agentSchema } from "./schemas.js";
 
 /** Decisions/spec 7: an address is shown to other accounts only masked, never in full. */
 export function maskEmail(email: string): string {
@@ -21,7 +20,7 @@ const iso = (value: Date | string) => new Date(value).toISOString();
 const isoOrNull = (value: Date | string | null) => (value === null ? null : iso(value));
 
 /** The full Agent of spec 2.1; a pending agent has no public key or key version yet (decisions 3.21). */
-export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
+export function presentAgent(row: AgentRow): Agent {
   return {
     id: row.id,
     agent_id: row.agent_id,

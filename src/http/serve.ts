@@ -4,8 +4,14 @@ import type { ErrorBody } from "../contract/common.js";
 import type { OperationSpec } from "../contract/operation.js";
 import { answersOf } from "../contract/standard-answers.js";
 
-/** The JSON body schema of an answer, or never when it has none. */
-type JsonOf<A> = A extends z.ZodType ? A : A extends { json: infer Json extends z.ZodType } ? Json : never;
+/** The JSON body schema of an answer; any body for an answer that is not JSON (a file, CSV). */
+type JsonOf<A> = A extends z.ZodType
+  ? A
+  : A extends { json: infer Json extends z.ZodType }
+    ? Json
+    : A extends { raw: object }
+      ? z.ZodUnknown
+      : never;
 type JsonResponses<Responses> = {
   [Status in keyof Responses as JsonOf<Responses[Status]> extends never ? never : Status]: JsonOf<
     Responses[Status]
@@ -38,9 +44,6 @@ export function serve<const Spec extends OperationSpec>(spec: Spec, extras: Rout
     [...answersOf(spec)].flatMap(([status, answer]) => (answer.json ? [[status, answer.json]] : [])),
   );
   const schema = {
-    tags: [spec.tag],
-    summary: spec.summary,
-    operationId: spec.operationId,
     ...(spec.params ? { params: spec.params } : {}),
     ...(spec.query ? { querystring: spec.query } : {}),
     ...(spec.body ? { body: spec.body } : {}),

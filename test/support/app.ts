@@ -4,6 +4,7 @@ import { loadConfig } from "../../src/config.js";
 import { type AppOptions, buildApp } from "../../src/http/app.js";
 import { openService, type Service } from "../../src/service.js";
 import { freshPostgres, postgresServer, tempDir } from "./databases.js";
+import { checkAnswersAgainstDocument } from "./openapi-check.js";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -40,7 +41,7 @@ export async function startTestApp(
     ...options.env,
   });
   const service = await openService(config);
-  const app = await buildApp(service, options.app);
+  const app = await buildApp(service, { instrument: checkAnswersAgainstDocument, ...options.app });
 
   const call: TestApp["call"] = (method, url, { key, body, headers } = {}) =>
     app.inject({

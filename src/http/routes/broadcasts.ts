@@ -1,8 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
-import { BROADCAST_SEVERITIES } from "../../../domain/broadcast.js";
 import { markBroadcastRead, publishBroadcast } from "../../command-handlers/broadcasts.js";
+import * as api from "../../contract/broadcasts.js";
 import { isUuid } from "../../queries/agents.js";
 import {
   type BroadcastRow,
@@ -14,47 +13,9 @@ import { adminActor, callerAccount } from "../auth.js";
 import { callingAgent } from "../calling-agent.js";
 import { notFound, validationError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
-import { errors, timestamp } from "../schemas.js";
+import { serve } from "../serve.js";
 
-const severitySchema = z.enum(BROADCAST_SEVERITIES);
-
-/** Spec 2.5. */
-export const broadcastSchema = z.object({
-  id: z.uuid(),
-  title: z.string(),
-  content: z.string().describe("Markdown"),
-  severity: severitySchema,
-  affected_components: z.array(z.string()),
-  agent_count: z.number().int(),
-  created_at: timestamp,
-});
-
-const publishBody = z.object({
-  title: z.string().min(1).max(200),
-  content: z.string().max(20_000).describe("Markdown"),
-  severity: severitySchema,
-  affected_components: z.array(z.string().min(1).max(200)).max(100).default([]),
-  agent_ids: z
-    .array(z.uuid())
-    .optional()
-    .describe("agent UUIDs; default every agent that is not disconnected at publish time"),
-});
-
-const readResponse = z.object({
-  broadcast_id: z.uuid(),
-  agent_id: z.uuid().describe("the reading agent's UUID"),
-  status: z.literal("read"),
-});
-
-/** Documents the header only: loose, so validation keeps every other header on the request. */
-const agentHeader = z.looseObject({
-  "x-service-agent": z
-    .string()
-    .optional()
-    .describe("slug of the connected agent acting; default the account's first connected agent"),
-});
-
-export function presentBroadcast(row: BroadcastRow): z.infer<typeof broadcastSchema> {
+export function presentBroadcast(row: BroadcastRow): api.Broadcast {
   return {
     id: row.id,
     title: row.title,
@@ -77,18 +38,9 @@ export function broadcastRoutes({ service, settle }: RouteContext): FastifyPlugi
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
     if (config.adminToken) {
-      routes.post(
-        "/v1/admin/broadcasts",
-        {
-          config: { auth: "admin" },
-          schema: {
-            tags: ["admin"],
-            summary: "Publish a broadcast to every live agent, or to the agents named",
-            body: publishBody,
-            response: { 201: broadcastSchema, ...errors(400, 401, 415) },
-          },
-        },
-        async (request, reply) => {
+      routes.route({
+        ...serve(api.publishBroadcast),
+        handler: async (request, reply) => {
           const { title, content, severity, affected_components, agent_ids } = request.body;
           let agentIds: string[];
           if (agent_ids === undefined) {
@@ -119,34 +71,12 @@ export function broadcastRoutes({ service, settle }: RouteContext): FastifyPlugi
           if (!row) throw new Error(`broadcast ${result.broadcastId} missing after its write settled`);
           return reply.status(201).send(presentBroadcast(row));
         },
-      );
+      });
     }
 
-    routes.get(
-      "/v1/broadcasts",
-      {
-        schema: {
-          tags: ["broadcasts"],
-          summary: "The calling agent's unread broadcasts, newest first",
-          headers: agentHeader,
-          querystring: z.object({
-            severity: severitySchema.optional(),
-            limit: z.coerce.number().int().min(1).max(100).default(20),
-            offset: z.coerce.number().int().min(0).default(0),
-          }),
-          response: {
-            200: z.object({
-              broadcasts: z.array(broadcastSchema),
-              total: z.number().int(),
-              limit: z.number().int(),
-              offset: z.number().int(),
-              has_more: z.boolean(),
-            }),
-            ...errors(400, 401, 404, 429),
-          },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.listBroadcasts),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const agent = await callingAgent(db, request, caller.accountId);
         const { severity, limit, offset } = request.query;
@@ -164,20 +94,11 @@ export function broadcastRoutes({ service, settle }: RouteContext): FastifyPlugi
           has_more: offset + rows.length < total,
         };
       },
-    );
+    });
 
-    routes.put(
-      "/v1/broadcasts/:id/read",
-      {
-        schema: {
-          tags: ["broadcasts"],
-          summary: "Burn a broadcast for the calling agent: it leaves that agent's unread list for good",
-          headers: agentHeader,
-          params: z.object({ id: z.string() }),
-          response: { 200: readResponse, ...errors(401, 404, 429) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.markBroadcastRead),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const agent = await callingAgent(db, request, caller.accountId);
         const id = request.params.id.toLowerCase();
@@ -186,6 +107,6 @@ export function broadcastRoutes({ service, settle }: RouteContext): FastifyPlugi
         await settle(result.position);
         return { broadcast_id: id, agent_id: agent.id, status: "read" as const };
       },
-    );
+    });
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
 import { changeConnection, requestConnection } from "../../command-handlers/connections.js";
+import * as api from "../../contract/connections.js";
 import { type AccountRow, findAccount } from "../../queries/accounts.js";
 import {
   type ConnectionRow,
@@ -13,17 +13,7 @@ import { callerAccount } from "../auth.js";
 import { notFound } from "../errors.js";
 import { maskEmail } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
-import { errors, timestamp } from "../schemas.js";
-
-const connectionSchema = z.object({
-  id: z.uuid(),
-  status: z.enum(["pending", "active", "declined", "revoked"]),
-  direction: z.enum(["outgoing", "incoming"]),
-  peer_account: z.object({ id: z.uuid(), name: z.string(), email_masked: z.string() }),
-  created_at: timestamp,
-  updated_at: timestamp,
-});
-const idParams = z.object({ id: z.string() });
+import { serve } from "../serve.js";
 
 /** Decisions 3.18: account connections, the trust that cross-account sends, resolve and sendable need. */
 export function connectionRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
@@ -64,17 +54,9 @@ export function connectionRoutes({ service, settle }: RouteContext): FastifyPlug
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
-    routes.post(
-      "/v1/connections",
-      {
-        schema: {
-          tags: ["connections"],
-          summary: "Invite another account (by e-mail or UUID) to connect",
-          body: z.object({ account: z.string().min(1).max(320) }),
-          response: { 201: connectionSchema, ...errors(400, 401, 403, 404, 409, 415) },
-        },
-      },
-      async (request, reply) => {
+    routes.route({
+      ...serve(api.requestConnection),
+      handler: async (request, reply) => {
         const caller = callerAccount(request);
         const peer = await findAccountByEmailOrId(db, deps.people, request.body.account);
         if (!peer) throw notFound("account");
@@ -82,59 +64,36 @@ export function connectionRoutes({ service, settle }: RouteContext): FastifyPlug
         await settle(result.position);
         return reply.status(201).send(await settled(result.connectionId, caller.accountId));
       },
-    );
+    });
 
-    routes.get(
-      "/v1/connections",
-      {
-        schema: {
-          tags: ["connections"],
-          summary: "The caller's connections, newest first, with their status",
-          response: { 200: z.object({ connections: z.array(connectionSchema) }), ...errors(401) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.listConnections),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const rows = await listConnections(db, caller.accountId);
         return { connections: await Promise.all(rows.map((row) => present(row, caller.accountId))) };
       },
-    );
+    });
 
-    for (const [action, change] of [
-      ["accept", "AcceptConnection"],
-      ["decline", "DeclineConnection"],
+    for (const [declared, change] of [
+      [api.acceptConnection, "AcceptConnection"],
+      [api.declineConnection, "DeclineConnection"],
     ] as const) {
-      routes.post(
-        `/v1/connections/:id/${action}`,
-        {
-          schema: {
-            tags: ["connections"],
-            summary: `${action === "accept" ? "Accept" : "Decline"} an invitation (the invited account only)`,
-            params: idParams,
-            response: { 200: connectionSchema, ...errors(401, 403, 404, 409) },
-          },
-        },
-        async (request) => {
+      routes.route({
+        ...serve(declared),
+        handler: async (request) => {
           const caller = callerAccount(request);
           const row = await ownConnection(request.params.id, caller.accountId);
           const result = await changeConnection(deps, row.pair, row.id, change, caller.accountId, caller);
           await settle(result.position);
           return settled(row.id, caller.accountId);
         },
-      );
+      });
     }
 
-    routes.delete(
-      "/v1/connections/:id",
-      {
-        schema: {
-          tags: ["connections"],
-          summary: "End a connection (either side); cross-account sends stop at once",
-          params: idParams,
-          response: { 200: connectionSchema, ...errors(401, 404) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.revokeConnection),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const row = await ownConnection(request.params.id, caller.accountId);
         const result = await changeConnection(
@@ -148,6 +107,6 @@ export function connectionRoutes({ service, settle }: RouteContext): FastifyPlug
         await settle(result.position);
         return settled(row.id, caller.accountId);
       },
-    );
+    });
   };
 }

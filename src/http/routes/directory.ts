@@ -1,30 +1,13 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as api from "../../contract/directory.js";
 import { areConnected, sendableAgents, visibleAgents } from "../../queries/connections.js";
 import { findPersonByEmail, hasSentToPerson, verifiedPersonEmail } from "../../queries/humans.js";
 import { AmbiguousRecipientError, pickAgent } from "../../queries/recipients.js";
 import { callerAccount } from "../auth.js";
 import { notFound } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
-import { errors } from "../schemas.js";
-
-const sendableSchema = z.object({
-  id: z.uuid(),
-  agent_id: z.string(),
-  name: z.string().nullable(),
-  own: z.boolean(),
-  account_name: z.string().optional(),
-});
-
-const resolvedSchema = z.object({
-  agent_id: z.string(),
-  public_key: z.string().nullable(),
-  public_key_algorithm: z.literal("X25519"),
-  key_version: z.number().int().nullable(),
-  signing_public_key: z.string().nullable(),
-  connection_status: z.enum(["pending", "connected"]),
-});
+import { serve } from "../serve.js";
 
 /** Spec 4.6 and 4.7: whom an agent may send to, and the keys to encrypt for them. */
 export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
@@ -58,16 +41,9 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
-    routes.get(
-      "/v1/agents/sendable",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "Agents the caller may send to: its own first, then those of connected accounts",
-          response: { 200: z.object({ agents: z.array(sendableSchema) }), ...errors(401) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.listSendableAgents),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const agents = await sendableAgents(
           db,
@@ -88,26 +64,11 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
           }),
         };
       },
-    );
+    });
 
-    routes.get(
-      "/v1/agents/resolve",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "An agent's public keys by slug or UUID: own agents, or those of connected accounts",
-          querystring: z.object({
-            agent_id: z
-              .string()
-              .min(1)
-              .max(320)
-              .refine((ref) => ref.includes("@") || ref.length <= 64, "an agent_id is at most 64 characters"),
-            account: z.string().max(320).optional(),
-          }),
-          response: { 200: resolvedSchema, ...errors(400, 401, 404) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.resolveAgent),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const { agent_id: ref, account } = request.query;
         if (ref.includes("@")) return resolvePerson(caller.accountId, ref);
@@ -130,6 +91,6 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
           connection_status: agent.connection_status as "pending" | "connected",
         };
       },
-    );
+    });
   };
 }

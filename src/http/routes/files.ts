@@ -1,19 +1,17 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
 import { statusAt, type TransferStatus } from "../../../domain/transfer.js";
 import { attachment } from "../../blobs/content-disposition.js";
 import type { LocalBlobUrls } from "../../blobs/local-urls.js";
 import { BlobNotFoundError, BlobTooLargeError } from "../../blobs/port.js";
 import { loadTransfer } from "../../command-handlers/transfers/record.js";
+import * as api from "../../contract/transfers.js";
+import { isMediaType } from "../../contract/transfers.js";
 import { findTransfer } from "../../queries/transfers.js";
 import { fileTooLarge, HttpError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
-import { errors } from "../schemas.js";
-import { isMediaType } from "../transfer-schemas.js";
+import { serve } from "../serve.js";
 
-const NONE = { auth: "none" as const };
-const tokenParams = z.object({ token: z.string().max(4096) });
 const gone = () => new HttpError(410, "GONE", "this transfer no longer takes uploads");
 const goneForDownload = () =>
   new HttpError(410, "GONE", "this file is no longer available: its transfer was deleted, expired or purged");
@@ -82,21 +80,9 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
     app.addContentTypeParser("*", (_request, _payload, done) => done(null));
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
-    routes.put(
-      "/v1/uploads/:token",
-      {
-        config: NONE,
-        schema: {
-          tags: ["transfers"],
-          summary: "Upload one file of a presigned transfer (signed link, no Authorization)",
-          params: tokenParams,
-          response: {
-            200: z.object({ file_id: z.string(), size: z.number().int() }),
-            ...errors(403, 410, 413),
-          },
-        },
-      },
-      async (request, reply) => {
+    routes.route({
+      ...serve(api.uploadFile),
+      handler: async (request, reply) => {
         const claims = urls.uploadClaims(request.params.token, clock.now());
         if (!claims) throw invalidLink();
         const [, transferId = "", fileId = ""] = claims.key.split("/");
@@ -121,19 +107,11 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
           throw fileTooLarge(`the body is larger than the declared ${claims.size} bytes`);
         }
       },
-    );
+    });
 
-    routes.get(
-      "/v1/files/:token",
-      {
-        config: NONE,
-        schema: {
-          tags: ["transfers"],
-          summary: "Download one file (signed link from the download endpoint, honours Range)",
-          params: tokenParams,
-        },
-      },
-      async (request, reply) => {
+    routes.route({
+      ...serve(api.downloadFile),
+      handler: async (request, reply) => {
         const claims = urls.downloadClaims(request.params.token, clock.now());
         if (!claims) throw invalidLink();
         const [, transferId = ""] = claims.key.split("/");
@@ -166,6 +144,6 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
         }
         return reply.send(body);
       },
-    );
+    });
   };
 }

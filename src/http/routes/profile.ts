@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
 import { recordSeen } from "../../command-handlers/agents.js";
+import * as api from "../../contract/profile.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { revealRows } from "../../privacy/reveal.js";
 import { findAccount } from "../../queries/accounts.js";
@@ -12,83 +12,18 @@ import latestVersions from "../../sdk/latest-versions.json" with { type: "json" 
 import { callerAccount } from "../auth.js";
 import { callingAgent } from "../calling-agent.js";
 import type { RouteContext } from "../route-context.js";
-import { errors, timestamp } from "../schemas.js";
+import { serve } from "../serve.js";
 
 const RECENT_TRANSFERS = 5;
 const iso = (value: Date | string) => new Date(value).toISOString();
-const limit = z.number().int().nullable().describe("null: unlimited");
-
-const profileSchema = z.object({
-  agent: z.object({
-    id: z.uuid(),
-    agent_id: z.string(),
-    name: z.string().nullable(),
-    description: z.string().nullable(),
-    connection_status: z.literal("connected"),
-    key_version: z.number().int(),
-    public_key_algorithm: z.literal("X25519"),
-    last_seen_at: timestamp,
-  }),
-  account: z.object({ plan: z.string(), email: z.string() }),
-  plan_limits: z.object({
-    transfers_per_month: limit,
-    storage_bytes: limit,
-    max_file_size: limit,
-    max_agents: limit,
-    max_connections: limit,
-  }),
-  connections: z.object({
-    active: z.number().int(),
-    pending_incoming: z.number().int(),
-    pending_outgoing: z.number().int(),
-    paired_agents: z.array(z.string()),
-  }),
-  inbox: z.object({
-    unread_transfers: z.number().int(),
-    recent: z.array(
-      z.object({
-        id: z.string(),
-        sender: z.string(),
-        status: z.enum(["pending", "active"]),
-        file_count: z.number().int(),
-        total_size: z.number().int(),
-        message: z.string().nullable(),
-        is_encrypted: z.boolean(),
-        created_at: timestamp,
-        expires_at: timestamp,
-      }),
-    ),
-  }),
-  broadcasts: z.object({
-    unread_count: z.number().int(),
-    urgent: z.array(
-      z.object({
-        id: z.uuid(),
-        title: z.string(),
-        severity: z.enum(["action_required", "critical"]),
-        content: z.string(),
-        created_at: timestamp,
-      }),
-    ),
-  }),
-  sdk: z.object({ latest_versions: z.object({ node: z.string(), python: z.string(), mcp: z.string() }) }),
-});
-
 /** Spec 4.8: everything an agent needs at start-up, in one call, from read models only. */
 export function profileRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
   const { db, deps, clock } = service;
 
   return async (app) => {
-    app.withTypeProvider<ZodTypeProvider>().get(
-      "/v1/agents/me",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "The startup profile of the calling agent (X-Service-Agent, else the first connected one)",
-          response: { 200: profileSchema, ...errors(401, 404) },
-        },
-      },
-      async (request) => {
+    app.withTypeProvider<ZodTypeProvider>().route({
+      ...serve(api.getProfile),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const chosen = await callingAgent(db, request, caller.accountId);
         await settle((await recordSeen(deps, chosen.id, caller)).position);
@@ -152,6 +87,6 @@ export function profileRoutes({ service, settle }: RouteContext): FastifyPluginA
           sdk: { latest_versions: latestVersions },
         };
       },
-    );
+    });
   };
 }

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { Party } from "../../../domain/transfer.js";
 import { deleteTransfer, downloadTransfer } from "../../command-handlers/transfers/download.js";
 import { confirmTransfer, createPresignedTransfer } from "../../command-handlers/transfers/presigned.js";
 import { type StagedUpload, sendTransfer, stageUpload } from "../../command-handlers/transfers/send.js";
+import * as api from "../../contract/transfers.js";
 import { revealRow, revealRows } from "../../privacy/reveal.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
 import { verifiedAddressee } from "../../queries/humans.js";
@@ -16,23 +16,8 @@ import { HttpError, notFound, validationError } from "../errors.js";
 import { acceptMultipart, multipartClientError } from "../multipart.js";
 import { presentDownload, presentTransfer, type TransferView, viewOf } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
-import { errors, timestamp } from "../schemas.js";
-import {
-  decodeCursor,
-  downloadSchema,
-  encodeCursor,
-  inboxQuerySchema,
-  inboxResponseSchema,
-  intentOf,
-  listQuerySchema,
-  listResponseSchema,
-  parseForm,
-  presignedBodySchema,
-  presignedResponseSchema,
-  transferSchema,
-} from "../transfer-schemas.js";
-
-const idParams = z.object({ id: z.string() });
+import { serve } from "../serve.js";
+import { decodeCursor, encodeCursor, intentOf, parseForm } from "../transfer-schemas.js";
 
 export function transferRoutes({ service, settle, idempotency }: RouteContext): FastifyPluginAsync {
   const { db, clock, engine } = service;
@@ -61,19 +46,9 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
       await acceptMultipart(scope);
       const uploads = scope.withTypeProvider<ZodTypeProvider>();
 
-      uploads.post(
-        "/v1/transfers",
-        {
-          // Decided on the log and remembered rows; answered from the decided state.
-          config: { readsModels: false },
-          schema: {
-            tags: ["transfers"],
-            summary: "Send files (multipart/form-data, streamed; one `files` part per file)",
-            consumes: ["multipart/form-data"],
-            response: { 201: transferSchema, ...errors(400, 401, 403, 413, 415, 429) },
-          },
-        },
-        async (request, reply) => {
+      uploads.route({
+        ...serve(api.sendTransfer, { readsModels: false }),
+        handler: async (request, reply) => {
           if (!request.isMultipart()) {
             throw new HttpError(
               415,
@@ -109,20 +84,12 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           }
           return reply.status(201).send(await presentOne(viewOf(sent.transfer), clock.now()));
         },
-      );
+      });
     });
 
-    routes.post(
-      "/v1/transfers/presigned",
-      {
-        schema: {
-          tags: ["transfers"],
-          summary: "Create a transfer whose files the client uploads straight to storage",
-          body: presignedBodySchema,
-          response: { 201: presignedResponseSchema, ...errors(400, 401, 403, 413, 415, 429) },
-        },
-      },
-      async (request, reply) => {
+    routes.route({
+      ...serve(api.createPresignedTransfer),
+      handler: async (request, reply) => {
         const caller = callerAccount(request);
         const { body } = request;
         if (body.is_encrypted && !body.encrypted_key) {
@@ -154,41 +121,22 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           expires_at: created.linksExpire.toISOString(),
         });
       },
-    );
+    });
 
-    routes.post(
-      "/v1/transfers/:id/confirm",
-      {
-        schema: {
-          tags: ["transfers"],
-          summary: "Activate a presigned transfer once every file is uploaded with its declared size",
-          params: idParams,
-          response: { 200: transferSchema, ...errors(400, 401, 404, 410, 429) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.confirmTransfer),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const by = { accountId: caller.accountId, agentId: null };
         const confirmed = await confirmTransfer(deps, by, caller, request.params.id);
         await settle(confirmed.position);
         return presentOne(viewOf(confirmed.transfer), clock.now());
       },
-    );
+    });
 
-    routes.get(
-      "/v1/transfers",
-      {
-        schema: {
-          tags: ["transfers"],
-          summary: "Transfers sent or received by the caller's account, newest first",
-          querystring: listQuerySchema,
-          response: {
-            200: listResponseSchema,
-            ...errors(400, 401, 429),
-          },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.listTransfers),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const { direction, status, limit, offset } = request.query;
         const now = clock.now();
@@ -209,22 +157,11 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           has_more: offset + rows.length < total,
         };
       },
-    );
+    });
 
-    routes.get(
-      "/v1/transfers/inbox",
-      {
-        schema: {
-          tags: ["transfers"],
-          summary: "Incoming pending and active transfers of an agent, with long-poll (`wait`)",
-          querystring: inboxQuerySchema,
-          response: {
-            200: inboxResponseSchema,
-            ...errors(400, 401, 429),
-          },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.getInbox),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const { agent_id: slug, cursor, limit, wait } = request.query;
         const agent =
@@ -253,67 +190,38 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           has_more: rows.length > limit,
         };
       },
-    );
+    });
 
-    routes.get(
-      "/v1/transfers/:id",
-      {
-        schema: {
-          tags: ["transfers"],
-          summary: "Status and metadata of a transfer (never changes the download counter)",
-          params: idParams,
-          response: { 200: transferSchema.extend({ expires_at: timestamp }), ...errors(401, 404, 429) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.getTransfer),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const person = await verifiedAddressee(db, deps.people, caller.accountId);
         const row = await findVisibleTransfer(db, request.params.id, caller.accountId, person);
         if (!row) throw notFound("transfer");
         return presentOne(row, clock.now());
       },
-    );
+    });
 
-    routes.get(
-      "/v1/transfers/:id/download",
-      {
-        // Counted on the transfer's stream; answered from the decided state.
-        config: { readsModels: false },
-        schema: {
-          tags: ["transfers"],
-          summary: "Count one download and get signed download URLs (15 minutes, Range supported)",
-          params: idParams,
-          response: { 200: downloadSchema, ...errors(400, 401, 403, 404, 409, 410, 429) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.downloadTransfer, { readsModels: false }),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const by = await partyOf(request, caller.accountId);
         const { transfer, links } = await downloadTransfer(deps, by, caller, request.params.id);
         return presentDownload(transfer, links);
       },
-    );
+    });
 
-    routes.delete(
-      "/v1/transfers/:id",
-      {
-        schema: {
-          tags: ["transfers"],
-          summary: "Delete a transfer: its file data goes, its history stays",
-          params: idParams,
-          response: {
-            200: z.object({ id: z.string(), status: z.literal("deleted") }),
-            ...errors(401, 404, 429),
-          },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.deleteTransfer),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const by = { accountId: caller.accountId, agentId: null };
         const deleted = await deleteTransfer(deps, by, caller, request.params.id);
         await settle(deleted.position);
         return { id: deleted.transfer.record.transferId, status: "deleted" as const };
       },
-    );
+    });
   };
 }

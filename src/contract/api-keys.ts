@@ -1,0 +1,80 @@
+import { z } from "zod";
+import { named, nameSchema, timestamp } from "./common.js";
+import { operation } from "./operation.js";
+
+export const IssuedApiKey = named(
+  "IssuedApiKey",
+  z.object({
+    id: z.uuid(),
+    name: z.string(),
+    api_key: z.string().describe("The key itself (`hnd_…`): shown this once, never again"),
+    created_at: timestamp,
+  }),
+  { description: "A new API key" },
+);
+
+export const ApiKey = named("ApiKey", z.object({ id: z.uuid(), name: z.string(), created_at: timestamp }), {
+  description: "An API key in use (never the key itself)",
+});
+
+export const RevokedApiKey = named(
+  "RevokedApiKey",
+  z.object({ id: z.uuid(), name: z.string(), status: z.literal("revoked"), revoked_at: timestamp }),
+  { description: "A revoked API key: its next use answers 401" },
+);
+
+const accountParams = z.object({ account_id: z.string().describe("The caller's own account id") });
+
+export const listApiKeys = operation({
+  operationId: "listApiKeys",
+  method: "GET",
+  path: "/v1/api-keys",
+  security: "apiKey",
+  tag: "api keys",
+  summary: "The caller's account's API keys in use (never the keys themselves), oldest first",
+  responses: {
+    200: named("ApiKeyList", z.object({ api_keys: z.array(ApiKey) }), { description: "API keys in use" }),
+  },
+});
+
+export const createApiKey = operation({
+  operationId: "createApiKey",
+  method: "POST",
+  path: "/v1/api-keys",
+  security: "apiKey",
+  tag: "api keys",
+  summary: "Create an API key on the caller's account",
+  body: named("ApiKeyCreation", z.object({ name: nameSchema.min(1) }), { description: "The new key's name" }),
+  responses: { 201: IssuedApiKey },
+  errors: [403],
+});
+
+export const createAccountApiKey = operation({
+  operationId: "createAccountApiKey",
+  method: "POST",
+  path: "/v1/accounts/:account_id/api-keys",
+  security: "apiKey",
+  tag: "api keys",
+  summary: "Create an API key on an account (the caller's own)",
+  params: accountParams,
+  body: z
+    .object({ name: nameSchema.min(1).optional() })
+    .nullish()
+    .describe("Optional; the key is named `api key` without a name"),
+  responses: { 201: IssuedApiKey },
+  errors: [403],
+});
+
+export const revokeApiKey = operation({
+  operationId: "revokeApiKey",
+  method: "DELETE",
+  path: "/v1/accounts/:account_id/api-keys/:key_id",
+  security: "apiKey",
+  tag: "api keys",
+  summary: "Revoke an API key: its next use answers 401",
+  params: accountParams.extend({ key_id: z.string().describe("The key's id") }),
+  responses: { 200: RevokedApiKey },
+  errors: [403, 404],
+});
+
+export const apiKeyOperations = [listApiKeys, createApiKey, createAccountApiKey, revokeApiKey];
