@@ -3,17 +3,24 @@
  * transfer as Handoff, and nothing else (no events, no read models, no framework, no auth):
  *
  *   POST /transfers            the body (raw bytes) written to a file and fsynced, then one SQL
- *                              statement that takes the storage quota and inserts the row
+ *                              statement that takes the storage quota and inserts the row with
+ *                              the `X-Max-Downloads` it was asked for (default 10, as Handoff's)
  *                              → 201 {"id"}, or 413 over quota
  *   GET  /transfers/<id>/download
- *                              one conditional UPDATE (downloads < max_downloads) → 200 {"url"},
- *                              or 410 when no download is left
+ *                              one statement: counts the download if one is left, and when it is
+ *                              the last one marks the transfer downloaded, schedules its file for
+ *                              deletion once the link has run out (15 minutes) and gives its bytes
+ *                              back to the account's storage, as Handoff's rules require of an
+ *                              auto_delete transfer (decisions 3.3, 3.14) → 200 {"url"}, or 410
+ *                              when no download is left
  *   GET  /files/<id>           the file streamed back
  *
  *   DATABASE_URL=postgres://… BASELINE_DIR=/tmp/x PORT=9000 node --import tsx bench/plain-crud-server.ts
  *
  * The caller names its account in `X-Account` (accounts are created on first use with a quota of
- * BASELINE_QUOTA_BYTES, default 1 TiB). Its pool holds 10 connections, as Handoff's does.
+ * BASELINE_QUOTA_BYTES, default 1 TiB). Its pool holds 10 connections, as Handoff's does. Handoff's
+ * housekeeper deletes the scheduled files every second; nothing is due within a run, so the
+ * baseline has no sweeper.
  */
 import { randomUUID } from "node:crypto";
 import { mkdir, open, rm } from "node:fs/promises";
@@ -29,7 +36,10 @@ if (!databaseUrl || !dir) throw new Error("DATABASE_URL and BASELINE_DIR are req
 const port = Number(process.env.PORT ?? 0);
 const host = process.env.HOST ?? "127.0.0.1";
 const quotaBytes = Number(process.env.BASELINE_QUOTA_BYTES ?? 2 ** 40);
-const MAX_DOWNLOADS = 1;
+/** Handoff's default max_downloads (spec 2.3). */
+const DEFAULT_MAX_DOWNLOADS = 10;
+/** Decisions 3.16: a download link lives 15 minutes, and the file must outlive it. */
+const LINK_LIFETIME = "15 minutes";
 const MAX_BODY = 64 * 1024 * 1024;
 
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
@@ -45,6 +55,8 @@ await pool.query(`
     size bigint not null,
     downloads int not null default 0,
     max_downloads int not null,
+    status text not null default 'active',
+    purge_after timestamptz,
     created_at timestamptz not null default now()
   );`);
 await mkdir(dir, { recursive: true });
@@ -61,10 +73,25 @@ const INSERT_WITHIN_QUOTA = `
   select $1, id, $3, $4 from account
   returning id`;
 
+/**
+ * Counts a download while one is left; the last one also marks the transfer downloaded, schedules
+ * its file's deletion and releases its storage, all in the same statement.
+ */
 const COUNT_DOWNLOAD = `
-  update transfers set downloads = downloads + 1
-   where id = $1 and downloads < max_downloads
-  returning id`;
+  with counted as (
+    update transfers
+       set downloads = downloads + 1,
+           status = case when downloads + 1 = max_downloads then 'downloaded' else status end,
+           purge_after = case when downloads + 1 = max_downloads
+                              then now() + interval '${LINK_LIFETIME}' else purge_after end
+     where id = $1 and status = 'active' and downloads < max_downloads
+    returning id, account_id, size, status
+  ), released as (
+    update accounts set storage_used = storage_used - counted.size
+      from counted
+     where accounts.id = counted.account_id and counted.status = 'downloaded'
+  )
+  select id from counted`;
 
 async function readBody(request: http.IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -90,6 +117,7 @@ async function writeDurably(path: string, body: Buffer): Promise<void> {
 
 async function create(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
   const account = String(request.headers["x-account"] ?? "default");
+  const maxDownloads = Number(request.headers["x-max-downloads"] ?? DEFAULT_MAX_DOWNLOADS);
   const body = await readBody(request);
   const id = randomUUID();
   const path = join(dir as string, id);
@@ -98,7 +126,7 @@ async function create(request: http.IncomingMessage, response: http.ServerRespon
     id,
     account,
     body.length,
-    MAX_DOWNLOADS,
+    maxDownloads,
     quotaBytes,
   ]);
   if (inserted.rowCount === 0) {

@@ -1,21 +1,29 @@
 /**
- * Small transfers (issue 7): closed-loop clients, each looping create (POST /v1/transfers,
+ * Small transfers (issues 7 and 21): closed-loop clients, each looping create (POST /v1/transfers,
  * multipart with one 1 KiB file) → download call (GET /v1/transfers/{id}/download) → GET of the
  * signed file link, for a fixed duration against the real server; beside the plain node:http + pg
  * service of bench/plain-crud-server.ts doing the same durable work on the same PostgreSQL, in the
  * same run, runs interleaved, best of N. Two setups: Handoff embedded (PGlite, the default) and
  * Handoff on PostgreSQL (DATABASE_URL, a fresh database per run); the baseline always on PostgreSQL.
- * On PostgreSQL, one client alone as well.
+ *
+ * Each setup is measured under several loads: every `max_downloads` of BENCH_MAX_DOWNLOADS (with 1
+ * each pair's download is the transfer's last: it is marked downloaded, its file scheduled for
+ * deletion and its storage released, on both servers) times every account spread of
+ * BENCH_ACCOUNTS (the clients split evenly over that many accounts, each with its own books).
+ * Each load runs on accounts of its own. On PostgreSQL, one client alone as well, for each
+ * `max_downloads`.
  *
  *   npm run build && node --import tsx bench/small-transfers.ts
  *
  * Environment: BENCH_RUNS (default 3: best of), BENCH_CLIENTS (default 32), BENCH_DURATION_S
- * (default 20), BENCH_WARMUP_S (default 3), BENCH_SINGLE_S (default 10: the one-client phase),
- * BENCH_FILE_BYTES (default 1024), BENCH_SETUPS (default "embedded,postgres"), BENCH_NODE_ARGS
- * (extra node flags for the service), BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ * (default 10), BENCH_WARMUP_S (default 3), BENCH_SINGLE_S (default 5: the one-client phase),
+ * BENCH_FILE_BYTES (default 1024), BENCH_SETUPS (default "embedded,postgres"), BENCH_MAX_DOWNLOADS
+ * (default "1,10"), BENCH_ACCOUNTS (default "1,4"), BENCH_EMBEDDED_ACCOUNTS (default "1": the
+ * spreads measured on the embedded setup), BENCH_NODE_ARGS (extra node flags for the service),
+ * BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
  *
  * Rate limits (decisions 3.15) are per API key and one-minute window: 60 creates and 30 download
- * calls. Each key here serves at most 30 transfers in the whole run (a KeyPool of one scale-plan
+ * calls. Each key here serves at most 30 transfers in the whole run (a KeyPool per scale-plan
  * account, sized from the rate seen so far), so no request meets a limit. The signed file link
  * carries its own credential and is not rate limited.
  */
@@ -53,54 +61,101 @@ import {
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32);
-const DURATION_MS = Number(process.env.BENCH_DURATION_S ?? 20) * 1000;
+const DURATION_MS = Number(process.env.BENCH_DURATION_S ?? 10) * 1000;
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_S ?? 3) * 1000;
-const SINGLE_MS = Number(process.env.BENCH_SINGLE_S ?? 10) * 1000;
+const SINGLE_MS = Number(process.env.BENCH_SINGLE_S ?? 5) * 1000;
 const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 1024);
-const SETUPS = (process.env.BENCH_SETUPS ?? "embedded,postgres").split(",").filter(Boolean);
+const list = (value: string | undefined, fallback: string) => (value ?? fallback).split(",").filter(Boolean);
+const SETUPS = list(process.env.BENCH_SETUPS, "embedded,postgres");
+const MAX_DOWNLOADS = list(process.env.BENCH_MAX_DOWNLOADS, "1,10").map(Number);
+const SPREADS = list(process.env.BENCH_ACCOUNTS, "1,4").map(Number);
+const EMBEDDED_SPREADS = list(process.env.BENCH_EMBEDDED_ACCOUNTS, "1").map(Number);
 /** The binding limit: 30 download calls per key and minute (creates allow 60). */
 const TRANSFERS_PER_KEY = 30;
 const SENDER = "bench-sender";
 const RECIPIENT = "bench-recipient";
 
-/** Issue 7's targets. */
+/** Issue 21's targets (issue 7's, raised). */
 const TARGETS = {
-  postgresShareOfBaseline: 0.5,
+  postgresShareOfBaseline: 0.8,
   postgresP99Ms: 150,
-  embeddedPairsPerSecond: 150,
+  embeddedMaxDownloads: 1,
+  embeddedPairsPerSecond: 300,
   embeddedP99Ms: 300,
   embeddedPeakRssMiB: 400,
-  singleClientMedianMs: 10,
+  singleClientMedianMs: 6,
 };
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS * 2 });
 const FILE = Buffer.alloc(FILE_BYTES, 7);
 
+/** What a run's clients do: transfers allowing `maxDownloads`, sent from `accounts` accounts. */
+interface Load {
+  maxDownloads: number;
+  accounts: number;
+}
+const loadName = (load: Load) => `max_downloads ${load.maxDownloads}, ${load.accounts} account(s)`;
+const loadsOf = (spreads: number[]): Load[] =>
+  MAX_DOWNLOADS.flatMap((maxDownloads) => spreads.map((accounts) => ({ maxDownloads, accounts })));
+
 /** A server under test: how one client does one create → download call → file, and its process. */
 interface Subject {
   label: string;
   server: ServerChild;
-  /** Readies whatever `pair` needs for about `expected` pairs (API keys for Handoff). */
-  prepare(expected: number): Promise<void>;
-  /** One pair; resolves with the durations of its three steps. */
-  pair(): Promise<number[]>;
+  /** Readies whatever `pair` needs for about `expected` pairs under `load` (API keys for Handoff). */
+  prepare(load: Load, expected: number): Promise<void>;
+  /** One pair of client number `client`; resolves with the durations of its three steps. */
+  pair(load: Load, client: number): Promise<number[]>;
 }
 
-/** Handoff's real API, on one scale-plan account with two connected agents. */
-async function handoffSubject(server: ServerChild, label: string): Promise<Subject> {
-  const account = await createAccount(server.baseUrl, `bench-small-${label}@example.com`, "scale");
-  await registerAgent(server.baseUrl, account.apiKey, SENDER);
-  await registerAgent(server.baseUrl, account.apiKey, RECIPIENT);
-  const pool = new KeyPool(server.baseUrl, account.apiKey, TRANSFERS_PER_KEY);
+/** One scale-plan account with two connected agents, and keys enough for its share of a run. */
+class Sender {
+  private constructor(private readonly pool: KeyPool) {}
+
+  static async open(baseUrl: string, email: string): Promise<Sender> {
+    const account = await createAccount(baseUrl, email, "scale");
+    await registerAgent(baseUrl, account.apiKey, SENDER);
+    await registerAgent(baseUrl, account.apiKey, RECIPIENT);
+    return new Sender(new KeyPool(baseUrl, account.apiKey, TRANSFERS_PER_KEY));
+  }
+
+  async prepare(expected: number, clients: number): Promise<void> {
+    this.pool.retireUsed();
+    await this.pool.fill(Math.ceil((expected * 1.5) / TRANSFERS_PER_KEY) + clients);
+  }
+
+  take(): Promise<string> {
+    return this.pool.take();
+  }
+}
+
+/** Handoff's real API; each load on accounts of its own, the clients split evenly over them. */
+function handoffSubject(server: ServerChild, label: string): Subject {
+  const senders = new Map<string, Promise<Sender[]>>();
+  const sendersOf = (load: Load) => {
+    const name = `${load.maxDownloads}-${load.accounts}`;
+    let opened = senders.get(name);
+    if (!opened) {
+      opened = Promise.all(
+        Array.from({ length: load.accounts }, (_, i) =>
+          Sender.open(server.baseUrl, `bench-small-${label}-${name}-${i}@example.com`),
+        ),
+      );
+      senders.set(name, opened);
+    }
+    return opened;
+  };
   return {
     label,
     server,
-    async prepare(expected) {
-      pool.retireUsed();
-      await pool.fill(Math.ceil((expected * 1.5) / TRANSFERS_PER_KEY) + CLIENTS);
+    async prepare(load, expected) {
+      const accounts = await sendersOf(load);
+      const clientsEach = Math.ceil(CLIENTS / load.accounts);
+      for (const sender of accounts) await sender.prepare(expected / load.accounts, clientsEach);
     },
-    async pair() {
-      const key = await pool.take();
+    async pair(load, client) {
+      const sender = (await sendersOf(load))[client % load.accounts] as Sender;
+      const key = await sender.take();
       let id = "";
       let url = "";
       return timeSteps([
@@ -111,6 +166,7 @@ async function handoffSubject(server: ServerChild, label: string): Promise<Subje
             size: FILE_BYTES,
             fileName: "small.bin",
             agent,
+            extraFields: { max_downloads: String(load.maxDownloads) },
           });
           if (created.status !== 201) throw new StepFailure(`create ${created.status}`);
           id = created.json.id;
@@ -126,19 +182,22 @@ async function handoffSubject(server: ServerChild, label: string): Promise<Subje
   };
 }
 
-/** The plain service: raw body, one account named in a header. */
+/** The plain service: raw body, the account and max_downloads named in headers. */
 function plainSubject(server: ServerChild): Subject {
   return {
     label: "baseline",
     server,
     async prepare() {},
-    async pair() {
+    async pair(load, client) {
       let id = "";
       let url = "";
       return timeSteps([
         async () => {
           const created = await requestBytes<{ id: string }>("POST", `${server.baseUrl}/transfers`, FILE, {
-            headers: { "x-account": "bench" },
+            headers: {
+              "x-account": `bench-${load.maxDownloads}-${load.accounts}-${client % load.accounts}`,
+              "x-max-downloads": String(load.maxDownloads),
+            },
             agent,
           });
           if (created.status !== 201) throw new StepFailure(`create ${created.status}`);
@@ -177,9 +236,9 @@ interface Figures {
   serverCpuShare: number;
 }
 
-async function measure(subject: Subject, clients: number, durationMs: number): Promise<Figures> {
+async function measure(subject: Subject, load: Load, clients: number, durationMs: number): Promise<Figures> {
   const cpuBefore = procCpuSeconds(subject.server.pid);
-  const phase: LoadPhase = await closedLoop(clients, durationMs, () => subject.pair());
+  const phase: LoadPhase = await closedLoop(clients, durationMs, (client) => subject.pair(load, client));
   const cpuAfter = procCpuSeconds(subject.server.pid);
   const seconds = phase.elapsedMs / 1000;
   const pairs = phase.samples.map((steps) => steps.reduce((sum, ms) => sum + ms, 0));
@@ -206,12 +265,15 @@ const describe = (f: Figures) =>
 const bestOf = (runs: Figures[]) =>
   runs.reduce((best, run) => (run.pairsPerSecond > best.pairsPerSecond ? run : best));
 
+/** The run with the lowest median pair. */
+const bestMedian = (runs: Figures[]) => runs.reduce((best, run) => (run.p50 < best.p50 ? run : best));
+
 /** Alternates which subject goes first, so neither always runs on a machine the other just warmed. */
 async function interleaved(
   subjects: [Subject, Subject],
+  load: Load,
   clients: number,
   durationMs: number,
-  name: string,
 ): Promise<[Figures[], Figures[]]> {
   const results: [Figures[], Figures[]] = [[], []];
   for (let run = 1; run <= RUNS; run++) {
@@ -219,23 +281,32 @@ async function interleaved(
     for (const index of order) {
       const subject = subjects[index as 0 | 1];
       const sofar = results[index as 0 | 1];
-      const rate = sofar.length ? bestOf(sofar).pairsPerSecond : 200;
-      await subject.prepare(rate * (durationMs / 1000));
-      const figures = await measure(subject, clients, durationMs);
+      const rate = sofar.length ? bestOf(sofar).pairsPerSecond : 400;
+      await subject.prepare(load, rate * (durationMs / 1000));
+      const figures = await measure(subject, load, clients, durationMs);
       sofar.push(figures);
-      console.log(`  ${name} run ${run} ${subject.label.padEnd(9)} ${describe(figures)}`);
+      console.log(
+        `  ${pad(clients, 2)} client(s), ${loadName(load)}, run ${run} ${subject.label.padEnd(9)} ${describe(figures)}`,
+      );
     }
   }
   return results;
 }
 
-interface SetupResult {
-  setup: string;
+/** One load's best runs, beside each other. */
+interface Measured {
+  load: Load;
   baseline: Figures;
   handoff: Figures;
+}
+
+interface SetupResult {
+  setup: string;
+  loads: Measured[];
+  /** One client alone, per max_downloads (PostgreSQL only): the best median of each side. */
+  single: Measured[];
   handoffPeakRssKb: number;
   baselinePeakRssKb: number;
-  single: { baseline: Figures; handoff: Figures } | null;
 }
 
 async function runSetup(setup: string, dir: string): Promise<SetupResult> {
@@ -255,35 +326,36 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
     const server = await startHandoff({ dataDir: join(dir, `${setup}-handoff`), nodeArgs, env });
     servers.push(server);
-    const subjects: [Subject, Subject] = [plainSubject(plain), await handoffSubject(server, setup)];
+    const subjects: [Subject, Subject] = [plainSubject(plain), handoffSubject(server, setup)];
 
     console.log(
       `\n## ${setup}: Handoff ${setup === "embedded" ? "on PGlite (the default)" : "with DATABASE_URL"}, baseline on PostgreSQL`,
     );
+    const warmLoad: Load = { maxDownloads: 10, accounts: 1 };
     for (const subject of subjects) {
-      await subject.prepare(200 * (WARMUP_MS / 1000));
-      const warm = await measure(subject, CLIENTS, WARMUP_MS);
-      console.log(`  warm-up       ${subject.label.padEnd(9)} ${describe(warm)}`);
+      await subject.prepare(warmLoad, 400 * (WARMUP_MS / 1000));
+      const warm = await measure(subject, warmLoad, CLIENTS, WARMUP_MS);
+      console.log(`  warm-up ${subject.label.padEnd(9)} ${describe(warm)}`);
     }
-    const [baselineRuns, handoffRuns] = await interleaved(
-      subjects,
-      CLIENTS,
-      DURATION_MS,
-      `${CLIENTS} clients`,
-    );
-    let single: SetupResult["single"] = null;
+    const loads: Measured[] = [];
+    for (const load of loadsOf(setup === "postgres" ? SPREADS : EMBEDDED_SPREADS)) {
+      const [baselineRuns, handoffRuns] = await interleaved(subjects, load, CLIENTS, DURATION_MS);
+      loads.push({ load, baseline: bestOf(baselineRuns), handoff: bestOf(handoffRuns) });
+    }
+    const single: Measured[] = [];
     if (setup === "postgres") {
-      const [b, h] = await interleaved(subjects, 1, SINGLE_MS, "1 client  ");
-      const bestMedian = (runs: Figures[]) => runs.reduce((best, run) => (run.p50 < best.p50 ? run : best));
-      single = { baseline: bestMedian(b), handoff: bestMedian(h) };
+      for (const maxDownloads of MAX_DOWNLOADS) {
+        const load = { maxDownloads, accounts: 1 };
+        const [b, h] = await interleaved(subjects, load, 1, SINGLE_MS);
+        single.push({ load, baseline: bestMedian(b), handoff: bestMedian(h) });
+      }
     }
     return {
       setup,
-      baseline: bestOf(baselineRuns),
-      handoff: bestOf(handoffRuns),
+      loads,
+      single,
       handoffPeakRssKb: procMemory(server.pid).hwmKb,
       baselinePeakRssKb: procMemory(plain.pid).hwmKb,
-      single,
     };
   } finally {
     for (const server of servers.reverse()) await server.stop();
@@ -291,66 +363,73 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
   }
 }
 
+const shareOf = (m: Measured) => m.handoff.pairsPerSecond / m.baseline.pairsPerSecond;
+
 function report(results: SetupResult[]): void {
   console.log("");
   console.log(
-    `Small transfers, best of ${RUNS} (the run with the most pairs/s; pair = create + download call + file, ms)`,
+    `Small transfers, ${CLIENTS} clients, best of ${RUNS} (the run with the most pairs/s; pair = create + download call + file, ms)`,
   );
-  console.log("  setup      server      pairs/s     p50      p99   peak RSS   ratio (pairs/s)");
+  console.log(
+    "  setup      max_dl accounts | baseline pairs/s    p99 | handoff pairs/s    p50      p99 | ratio",
+  );
   for (const r of results) {
-    const row = (label: string, f: Figures, rssKb: number, ratio: string) =>
+    for (const m of r.loads) {
       console.log(
-        `  ${r.setup.padEnd(10)} ${label.padEnd(9)} ${pad(f.pairsPerSecond.toFixed(1), 9)} ${pad(f.p50.toFixed(1), 7)} ` +
-          `${pad(f.p99.toFixed(1), 8)} ${pad(`${mb(rssKb)} MiB`, 10)}   ${ratio}`,
+        `  ${r.setup.padEnd(10)} ${pad(m.load.maxDownloads, 6)} ${pad(m.load.accounts, 8)} | ` +
+          `${pad(m.baseline.pairsPerSecond.toFixed(1), 16)} ${pad(m.baseline.p99.toFixed(1), 6)} | ` +
+          `${pad(m.handoff.pairsPerSecond.toFixed(1), 15)} ${pad(m.handoff.p50.toFixed(1), 6)} ${pad(m.handoff.p99.toFixed(1), 8)} | ` +
+          `${pad((shareOf(m) * 100).toFixed(1), 5)} %`,
       );
-    row("baseline", r.baseline, r.baselinePeakRssKb, "");
-    row(
-      "handoff",
-      r.handoff,
-      r.handoffPeakRssKb,
-      `${((r.handoff.pairsPerSecond / r.baseline.pairsPerSecond) * 100).toFixed(1)} %`,
+    }
+    console.log(
+      `  ${r.setup.padEnd(10)} peak RSS (VmHWM): handoff ${mb(r.handoffPeakRssKb)} MiB, baseline ${mb(r.baselinePeakRssKb)} MiB`,
     );
-    if (r.single) {
+    for (const m of r.single) {
       console.log(
-        `  ${r.setup.padEnd(10)} 1 client: median pair baseline ${r.single.baseline.p50.toFixed(1)} ms, ` +
-          `handoff ${r.single.handoff.p50.toFixed(1)} ms (best of ${RUNS} medians)`,
+        `  ${r.setup.padEnd(10)} 1 client, max_downloads ${m.load.maxDownloads}: median pair baseline ` +
+          `${m.baseline.p50.toFixed(1)} ms, handoff ${m.handoff.p50.toFixed(1)} ms (best of ${RUNS} medians)`,
       );
     }
   }
   console.log("");
-  console.log("Targets (issue 7)");
+  console.log("Targets (issue 21)");
   const target = (text: string, figure: string, ok: boolean) =>
-    console.log(`  ${text.padEnd(58)} ${figure.padEnd(24)} ${verdict(ok)}`);
+    console.log(`  ${text.padEnd(76)} ${figure.padEnd(16)} ${verdict(ok)}`);
   for (const r of results) {
     if (r.setup === "postgres") {
-      const share = r.handoff.pairsPerSecond / r.baseline.pairsPerSecond;
-      target(
-        `PostgreSQL, ${CLIENTS} clients: >= ${TARGETS.postgresShareOfBaseline * 100} % of the baseline's pairs/s`,
-        `${(share * 100).toFixed(1)} %`,
-        share >= TARGETS.postgresShareOfBaseline,
-      );
-      target(
-        `PostgreSQL, ${CLIENTS} clients: p99 <= ${TARGETS.postgresP99Ms} ms`,
-        `${r.handoff.p99.toFixed(1)} ms`,
-        r.handoff.p99 <= TARGETS.postgresP99Ms,
-      );
-      if (r.single)
+      for (const m of r.loads) {
+        const share = shareOf(m);
         target(
-          `one client alone on PostgreSQL: median pair <= ${TARGETS.singleClientMedianMs} ms`,
-          `${r.single.handoff.p50.toFixed(1)} ms`,
-          r.single.handoff.p50 <= TARGETS.singleClientMedianMs,
+          `PostgreSQL, ${loadName(m.load)}: >= ${TARGETS.postgresShareOfBaseline * 100} % of the baseline's pairs/s`,
+          `${(share * 100).toFixed(1)} %`,
+          share >= TARGETS.postgresShareOfBaseline,
+        );
+        target(
+          `PostgreSQL, ${loadName(m.load)}: p99 <= ${TARGETS.postgresP99Ms} ms`,
+          `${m.handoff.p99.toFixed(1)} ms`,
+          m.handoff.p99 <= TARGETS.postgresP99Ms,
+        );
+      }
+      for (const m of r.single)
+        target(
+          `PostgreSQL, one client alone, max_downloads ${m.load.maxDownloads}: median pair <= ${TARGETS.singleClientMedianMs} ms`,
+          `${m.handoff.p50.toFixed(1)} ms`,
+          m.handoff.p50 <= TARGETS.singleClientMedianMs,
         );
     } else {
-      target(
-        `embedded, ${CLIENTS} clients: >= ${TARGETS.embeddedPairsPerSecond} pairs/s`,
-        `${r.handoff.pairsPerSecond.toFixed(1)} pairs/s`,
-        r.handoff.pairsPerSecond >= TARGETS.embeddedPairsPerSecond,
-      );
-      target(
-        `embedded, ${CLIENTS} clients: p99 <= ${TARGETS.embeddedP99Ms} ms`,
-        `${r.handoff.p99.toFixed(1)} ms`,
-        r.handoff.p99 <= TARGETS.embeddedP99Ms,
-      );
+      for (const m of r.loads.filter((m) => m.load.maxDownloads === TARGETS.embeddedMaxDownloads)) {
+        target(
+          `embedded, ${loadName(m.load)}: >= ${TARGETS.embeddedPairsPerSecond} pairs/s`,
+          `${m.handoff.pairsPerSecond.toFixed(1)} pairs/s`,
+          m.handoff.pairsPerSecond >= TARGETS.embeddedPairsPerSecond,
+        );
+        target(
+          `embedded, ${loadName(m.load)}: p99 <= ${TARGETS.embeddedP99Ms} ms`,
+          `${m.handoff.p99.toFixed(1)} ms`,
+          m.handoff.p99 <= TARGETS.embeddedP99Ms,
+        );
+      }
       target(
         `embedded: server peak RSS (VmHWM) <= ${TARGETS.embeddedPeakRssMiB} MiB`,
         `${mb(r.handoffPeakRssKb)} MiB`,
@@ -361,13 +440,17 @@ function report(results: SetupResult[]): void {
 }
 
 async function main(): Promise<void> {
-  const phases = SETUPS.length * (RUNS * 2 * DURATION_MS + 2 * WARMUP_MS) + RUNS * 2 * SINGLE_MS;
+  const loadsRun = SETUPS.flatMap((setup) => loadsOf(setup === "postgres" ? SPREADS : EMBEDDED_SPREADS));
+  const singles = SETUPS.includes("postgres") ? MAX_DOWNLOADS.length : 0;
+  const phases =
+    loadsRun.length * RUNS * 2 * DURATION_MS + SETUPS.length * 2 * WARMUP_MS + singles * RUNS * 2 * SINGLE_MS;
   guard(phases + 5 * 60 * 1000, "small-transfers");
   const temp = tempRoot("handoff-bench-small");
   console.log(
     `# small transfers: ${CLIENTS} closed-loop clients, ${DURATION_MS / 1000} s per run, best of ${RUNS} interleaved, ` +
-      `${FILE_BYTES}-byte file; setups ${SETUPS.join(", ")}; node ${process.version}, ${cpus().length} CPUs ` +
-      `(load generator and servers share them), load average ${loadAverage()}`,
+      `${FILE_BYTES}-byte file; setups ${SETUPS.join(", ")}; max_downloads ${MAX_DOWNLOADS.join(", ")}; ` +
+      `accounts ${SPREADS.join(", ")} (embedded ${EMBEDDED_SPREADS.join(", ")}); node ${process.version}, ` +
+      `${cpus().length} CPUs (load generator and servers share them), load average ${loadAverage()}`,
   );
   try {
     const results: SetupResult[] = [];

@@ -80,6 +80,25 @@ async function countingConflicts<T>(
   }
 }
 
+/** POST /v1/transfers of one file from the account's agent "sender" to its agent "receiver". */
+function sendFile(
+  t: TestApp,
+  apiKey: string,
+  maxDownloads: number,
+  file: { name: string; data: Buffer; type?: string },
+) {
+  const form = multipart(
+    { mode: "agent-to-agent", sender: "sender", recipient: "receiver", max_downloads: String(maxDownloads) },
+    [file],
+  );
+  return t.app.inject({
+    method: "POST",
+    url: "/v1/transfers",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": form.contentType },
+    payload: form.payload,
+  });
+}
+
 /** Counts of each status code, e.g. {200: 5, 410: 35}. */
 /**
  * Within one process the decisions on a stream take turns (StreamLock). Here each request acts as
@@ -145,15 +164,10 @@ for (const database of ["pglite", "postgres"] as const) {
         expect(second.statusCode, second.body).toBe(201);
         const keys = [apiKey, second.json().api_key as string];
 
-        const form = multipart(
-          { mode: "agent-to-agent", sender: "sender", recipient: "receiver", max_downloads: "5" },
-          [{ name: "report.txt", data: Buffer.from("five downloads, no more"), type: "text/plain" }],
-        );
-        const created = await t.app.inject({
-          method: "POST",
-          url: "/v1/transfers",
-          headers: { authorization: `Bearer ${apiKey}`, "content-type": form.contentType },
-          payload: form.payload,
+        const created = await sendFile(t, apiKey, 5, {
+          name: "report.txt",
+          data: Buffer.from("five downloads, no more"),
+          type: "text/plain",
         });
         expect(created.statusCode, created.body).toBe(201);
         const id = created.json().id as string;
@@ -188,6 +202,41 @@ for (const database of ["pglite", "postgres"] as const) {
           1, 2, 3, 4, 5,
         ]);
         expect(events.filter((e) => e.type === "TransferDownloaded")).toHaveLength(1);
+      });
+
+      it("records one-time transfers' creates and last downloads on one account's books without a conflict", async () => {
+        const { apiKey, accountId } = await t.newAccount("team");
+        await registerAgent(t, apiKey, "sender");
+        await registerAgent(t, apiKey, "receiver");
+        const data = Buffer.from("read once, gone");
+        const send = async () => {
+          const res = await sendFile(t, apiKey, 1, { name: "once.txt", data });
+          expect(res.statusCode, res.body).toBe(201);
+          return res.json().id as string;
+        };
+        const first = await Promise.all(Array.from({ length: 12 }, send));
+
+        // Each download is its transfer's last: it releases the storage on the books the creates
+        // beside it count on. In one process they take the books' turns, so none starts over.
+        const { result, conflicts } = await countingConflicts(t, holdReadsMs, () =>
+          Promise.all([
+            ...first.map((id) => t.call("GET", `/v1/transfers/${id}/download`, { key: apiKey })),
+            ...Array.from({ length: 12 }, send),
+          ]),
+        );
+        const downloads = result.slice(0, first.length) as { statusCode: number }[];
+        expect(tally(downloads.map((r) => r.statusCode))).toEqual({ 200: 12 });
+        expect(conflicts, "creates and releases raced for the books").toBe(0);
+
+        const books = await t.service.store.readStream(`usage-${accountId}`);
+        expect(books.filter((e) => e.type === "TransferCounted")).toHaveLength(24);
+        const released = books.filter((e) => e.type === "StorageReleased").map((e) => e.data.transferId);
+        expect(released.sort()).toEqual([...first].sort());
+        const held = books.reduce(
+          (sum, e) => sum + (e.type === "TransferCounted" ? 1 : -1) * Number(e.data.bytes),
+          0,
+        );
+        expect(held).toBe(12 * data.length);
       });
 
       it("lets 20 parallel presigned creations take exactly the 5 transfers left of a free month", async () => {

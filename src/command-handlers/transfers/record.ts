@@ -14,7 +14,12 @@ import {
 } from "../../../domain/transfer.js";
 import { storageLeft, type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
 import type { BlobStore } from "../../blobs/port.js";
-import { NO_STREAM, type Position, type StreamAppend } from "../../eventstore/port.js";
+import {
+  NO_STREAM,
+  type Position,
+  type StreamAppend,
+  WrongExpectedVersionError,
+} from "../../eventstore/port.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
 import type { HotLookups } from "../../read-models/hot-rows.js";
@@ -69,14 +74,21 @@ export interface Sender {
   usage: Snapshotted<UsageState>;
 }
 
-async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
+/** The account's plan and books, whether or not it still exists (its transfers still release). */
+async function loadBooks(deps: CommandDeps, accountId: string): Promise<Sender> {
   const [account, usage] = await loadSnapshottedPair(
     deps,
     { decider: accountDecider, kind: ACCOUNT_SNAPSHOT, streamId: streams.account(accountId) },
     { decider: usageDecider, kind: USAGE_SNAPSHOT, streamId: streams.usage(accountId) },
   );
-  if (!account.state.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
   return { limits: limitsOf(account.state.plan), account, usage };
+}
+
+async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
+  const sender = await loadBooks(deps, accountId);
+  if (!sender.account.state.exists)
+    throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
+  return sender;
 }
 
 /**
@@ -121,90 +133,150 @@ export interface Created {
  * monthly count and the storage limit hold however many uploads race (decisions 3.14). The books
  * are read inside the stream's turn: read before it (before an upload, say) they would be stale
  * whenever another upload finished first. Creates that queue for the turn are decided in it
- * together (createTogether).
+ * together, with the releases that queued beside them (booksTurn).
  */
-export function createTransfer(deps: TransferDeps, input: NewTransfer, actor: Actor): Promise<Created> {
-  return deps.streamLock.together(streams.usage(input.parties.senderAccountId), { input, actor }, (queued) =>
-    createTogether(deps, queued),
+export async function createTransfer(deps: TransferDeps, input: NewTransfer, actor: Actor): Promise<Created> {
+  const entry: BooksEntry = { kind: "create", input, actor };
+  const settled = await takeBooksTurn(deps, input.parties.senderAccountId, entry);
+  if (settled.kind !== "created") throw new Error("a create was settled as a release");
+  return settled.created;
+}
+
+/**
+ * What waits for a turn on an account's books (its quota stream): a new transfer to count, or a
+ * change of a transfer, decided on the transfer's stream, that frees the storage it held.
+ */
+type BooksEntry =
+  | { kind: "create"; input: NewTransfer; actor: Actor }
+  | {
+      kind: "release";
+      transferId: string;
+      bytes: number;
+      /** The transfer's own events, at the revision its change was decided on. */
+      change: StreamAppend;
+      actor: Actor;
+      now: string;
+    };
+type BooksSettled = { kind: "created"; created: Created } | { kind: "released"; position: Position };
+
+/**
+ * The quota stream has one writer per process, its turn: every create and every release of
+ * storage queues for it, and what queued is decided and recorded together. Were releases (a
+ * last download with auto_delete, an expiry, a deletion) appended on their own, each would race
+ * the creates and the other releases to the stream's next revision; in a one-time transfer's
+ * pair the last download meets the create of the next transfer, and all but one writer would
+ * start over, again and again.
+ */
+function takeBooksTurn(deps: TransferDeps, accountId: string, entry: BooksEntry): Promise<BooksSettled> {
+  return deps.streamLock.together(streams.usage(accountId), entry, (queued) =>
+    booksTurn(deps, accountId, queued),
   );
 }
 
 /**
- * Decides the creates that queued on one sender's quota stream in order, each against the books
- * as the ones before it left them, and records the accepted ones in one append: a busy account
- * pays one load and one append for a whole queue of uploads instead of one each. A refused create
- * is refused alone; a conflict with another process re-decides them all.
+ * Decides what queued on one account's books in order, each against the books as the entries
+ * before it left them, and records the accepted ones in one append: a busy account pays one load
+ * and one append for a whole queue instead of one each. A refused create is refused alone. A
+ * conflict on the quota stream (another process) re-decides them all; one on an entry's own
+ * transfer stream settles that entry with the conflict (its command re-reads the transfer and
+ * decides again) and records the rest.
  */
-async function createTogether(
+async function booksTurn(
   deps: TransferDeps,
-  queued: { input: NewTransfer; actor: Actor }[],
-): Promise<Outcome<Created>[]> {
-  const accountId = queued[0]?.input.parties.senderAccountId;
-  if (!accountId) return [];
-  return retryOnConflict(async () => {
-    const { limits, account, usage } = await loadSender(deps, accountId);
+  accountId: string,
+  queued: BooksEntry[],
+): Promise<Outcome<BooksSettled>[]> {
+  const outcomes: (Outcome<BooksSettled> | undefined)[] = queued.map(() => undefined);
+  await retryOnConflict(async () => {
+    const open = queued.flatMap((entry, index) => (outcomes[index] ? [] : [{ entry, index }]));
+    const { limits, account, usage } = await loadBooks(deps, accountId);
     const now = deps.clock.now().toISOString();
     let books = usage.state;
-    const decisions: (Transfer | DomainError)[] = [];
-    const transferAppends: StreamAppend[] = [];
-    const counted: UsageEvent[] = [];
-    const countedToStore: StreamAppend["events"] = [];
-    const createdTransfers: { transferId: string; revision: number; state: Transfer }[] = [];
-    for (const { input, actor } of queued) {
+    const refused: { index: number; error: DomainError }[] = [];
+    const recorded: { index: number; append: StreamAppend; created: Transfer | null }[] = [];
+    const booked: UsageEvent[] = [];
+    const bookedToStore: StreamAppend["events"] = [];
+    for (const { entry, index } of open) {
       try {
-        const { created, counts } = decideCreate(input, books, {
-          limits,
-          accountCreatedAt: account.state.createdAt,
-          now,
-        });
-        books = counts.reduce(usageDecider.evolve, books);
-        counted.push(...counts);
-        countedToStore.push(...toAppend(usage, counts, actor, now).events);
-        transferAppends.push(
-          toAppend(
-            { streamId: streams.transfer(input.transferId), expected: NO_STREAM },
-            created,
-            actor,
-            now,
-          ),
-        );
-        const transfer = decided(created);
-        createdTransfers.push({
-          transferId: input.transferId,
-          revision: created.length - 1,
-          state: transfer,
-        });
-        decisions.push(transfer);
+        const decision = decideEntry(entry, books, { limits, account: account.state, now });
+        books = decision.books.reduce(usageDecider.evolve, books);
+        booked.push(...decision.books);
+        bookedToStore.push(...toAppend(usage, decision.books, entry.actor, decision.now).events);
+        recorded.push({ index, append: decision.append, created: decision.created });
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
-        decisions.push(error);
+        refused.push({ index, error });
       }
     }
-    const position =
-      transferAppends.length === 0
-        ? null
-        : await appendAll(deps.store, [
-            ...transferAppends,
-            { streamId: usage.streamId, expected: usage.expected, events: countedToStore },
-          ]);
-    await keepSnapshot(deps, usageDecider, usage, counted);
-    for (const { transferId, revision, state } of createdTransfers) {
-      await deps.snapshots.keep(
-        streams.transfer(transferId),
-        TRANSFER_KIND,
-        { revision, state },
-        usage.mark,
-        {
-          stored: false,
-        },
-      );
+    let position: Position | null;
+    try {
+      position = await appendAll(deps.store, [
+        ...recorded.map(({ append }) => append),
+        { streamId: usage.streamId, expected: usage.expected, events: bookedToStore },
+      ]);
+    } catch (error) {
+      const owner =
+        error instanceof WrongExpectedVersionError
+          ? recorded.find(({ append }) => append.streamId === error.streamId)
+          : undefined;
+      if (owner) outcomes[owner.index] = { ok: false, error };
+      throw error;
     }
-    return decisions.map((d) =>
-      d instanceof DomainError
-        ? { ok: false, error: d }
-        : { ok: true, value: { position: position ?? "", transfer: d } },
-    );
+    await keepSnapshot(deps, usageDecider, usage, booked);
+    for (const { index, error } of refused) outcomes[index] = { ok: false, error };
+    for (const { index, append, created } of recorded) {
+      if (created) {
+        const revision = append.events.length - 1;
+        await deps.snapshots.keep(append.streamId, TRANSFER_KIND, { revision, state: created }, usage.mark, {
+          stored: false,
+        });
+      }
+      outcomes[index] = {
+        ok: true,
+        value: created
+          ? { kind: "created", created: { position: position ?? "", transfer: created } }
+          : { kind: "released", position: position ?? "" },
+      };
+    }
   });
+  return outcomes.map(
+    (outcome) => outcome ?? { ok: false, error: new Error("a queued entry was not settled") },
+  );
+}
+
+/** One entry as its turn decides it: its stream's events, and its change of the books. */
+function decideEntry(
+  entry: BooksEntry,
+  books: UsageState,
+  turn: { limits: PlanLimits; account: AccountState; now: string },
+): { append: StreamAppend; books: UsageEvent[]; created: Transfer | null; now: string } {
+  if (entry.kind === "release") {
+    const released = accepted(
+      usageDecider.decide(
+        { type: "ReleaseStorage", transferId: entry.transferId, bytes: entry.bytes },
+        books,
+        { limits: NO_LIMITS },
+      ),
+    );
+    return { append: entry.change, books: released, created: null, now: entry.now };
+  }
+  if (!turn.account.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
+  const { created, counts } = decideCreate(entry.input, books, {
+    limits: turn.limits,
+    accountCreatedAt: turn.account.createdAt,
+    now: turn.now,
+  });
+  return {
+    append: toAppend(
+      { streamId: streams.transfer(entry.input.transferId), expected: NO_STREAM },
+      created,
+      entry.actor,
+      turn.now,
+    ),
+    books: counts,
+    created: decided(created),
+    now: turn.now,
+  };
 }
 
 /**
@@ -249,7 +321,7 @@ export type TransferChange =
 
 /**
  * Any later change of a transfer (confirm, download, expiry, deletion, purge). Storage the change
- * frees is released on the sender's quota stream in the same append. Many attempts are allowed:
+ * frees is released on the sender's quota stream in the same append, in the books' turn. Many attempts are allowed:
  * parallel downloads of one transfer all contend for its stream, and each must be counted once.
  * `prepare` runs before each decision with the transfer as it stands (a confirm looks at the
  * stored files) and gives what the command needs from outside the log.
@@ -271,31 +343,36 @@ export async function changeTransfer<C extends TransferChange>(
       const events = accepted(
         transferDecider.decide({ ...command, now } as TransferCommand, before, undefined),
       );
-      const appends: StreamAppend[] = [toAppend(loaded, events, actor, now)];
-      const accountId = before.record.senderAccountId;
-      let usage: Snapshotted<UsageState> | null = null;
-      let released: UsageEvent[] = [];
-      if (releasesStorage(before, events)) {
-        usage = await loadSnapshotted(deps, {
-          decider: usageDecider,
-          kind: USAGE_SNAPSHOT,
-          streamId: streams.usage(accountId),
-        });
-        released = accepted(
-          usageDecider.decide(
-            { type: "ReleaseStorage", transferId, bytes: bytesOf(before.record.files) },
-            usage.state,
-            { limits: NO_LIMITS },
-          ),
-        );
-        appends.push(toAppend(usage, released, actor, now));
-      }
-      const position = await appendAll(deps.store, appends);
+      const append = toAppend(loaded, events, actor, now);
+      const position = releasesStorage(before, events)
+        ? await releaseStorage(deps, before, append, actor, now)
+        : await appendAll(deps.store, [append]);
       await keepSnapshot(deps, transferDecider, loaded, events);
-      if (usage) await keepSnapshot(deps, usageDecider, usage, released);
       return { position, transfer: events.reduce(transferDecider.evolve, before) as Transfer };
     }, 200),
   );
+}
+
+/** Records a change that frees the transfer's storage in its sender's books' turn (booksTurn). */
+async function releaseStorage(
+  deps: TransferDeps,
+  before: Transfer,
+  change: StreamAppend,
+  actor: Actor,
+  now: string,
+): Promise<Position> {
+  const { transferId, senderAccountId } = before.record;
+  const entry: BooksEntry = {
+    kind: "release",
+    transferId,
+    bytes: bytesOf(before.record.files),
+    change,
+    actor,
+    now,
+  };
+  const settled = await takeBooksTurn(deps, senderAccountId, entry);
+  if (settled.kind !== "released") throw new Error("a release was settled as a create");
+  return settled.position;
 }
 
 // Releasing storage is never refused, whatever the plan.
