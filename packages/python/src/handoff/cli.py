@@ -234,7 +234,7 @@ def inbox(args: list[str]) -> int:
     return 0
 
 
-class _Stopped(Exception):
+class _Stopped(BaseException):
     """SIGTERM, raised where the process waits, as SIGINT raises KeyboardInterrupt."""
 
 
