@@ -228,7 +228,7 @@ class Client:
         try:
             if response.is_success and effect.sink is not None:
                 try:
-                    for chunk in response.iter_raw():
+                    for chunk in response.iter_bytes():
                         effect.sink(chunk)
                 except httpx.TransportError as error:
                     raise HandoffError(
@@ -389,7 +389,7 @@ class AsyncClient:
         try:
             if response.is_success and effect.sink is not None:
                 try:
-                    async for chunk in response.aiter_raw():
+                    async for chunk in response.aiter_bytes():
                         effect.sink(chunk)
                 except httpx.TransportError as error:
                     raise HandoffError(
