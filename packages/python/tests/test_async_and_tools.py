@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import re
 from pathlib import Path
@@ -57,6 +58,8 @@ def test_the_tools_are_the_mcp_servers_with_the_same_inputs() -> None:
     assert described == {name: sorted(inputs) for name, inputs in mcp_tool_inputs().items()}
     for tool in tools.TOOLS:
         assert tool["function"].__name__ == tool["name"]
+        parameters = list(inspect.signature(tool["function"]).parameters)
+        assert sorted(parameters) == sorted(tool["input_schema"]["properties"])
 
 
 def test_the_tools_send_check_download_and_profile(env: dict[str, str], tmp_path: Path) -> None:
@@ -69,15 +72,19 @@ def test_the_tools_send_check_download_and_profile(env: dict[str, str], tmp_path
     with Client(url, key, alice) as sender, Client(url, key, bob) as receiver:
         sender.register_agent(alice)
         sender.register_agent(bob)
-        transfer = tools.send_file(bob.agent_id, [str(note)], message="hi", client=sender)
+        tools.configure(sender)
+        transfer = tools.send_file(bob.agent_id, [str(note)], message="hi")
         assert transfer["message"] == "hi"
-        inbox = tools.check_inbox(client=receiver)
+        with pytest.raises(ValueError):
+            tools.send_file(bob.agent_id, ["relative.txt"])
+        tools.configure(receiver, downloads_dir=str(tmp_path / "dl"))
+        inbox = tools.check_inbox()
         assert [t["id"] for t in inbox["transfers"]] == [transfer["id"]]
-        downloaded = tools.download_transfer(transfer["id"], str(tmp_path / "dl"), client=receiver)
+        downloaded = tools.download_transfer(transfer["id"])
+        assert downloaded["files"][0]["path"] == str(tmp_path / "dl" / "note.txt")
         assert Path(downloaded["files"][0]["path"]).read_text() == "hello from a tool"
-        assert tools.get_profile(client=receiver)["agent"]["agent_id"] == bob.agent_id
-        listed = tools.list_connections(client=receiver)
+        assert tools.get_profile()["agent"]["agent_id"] == bob.agent_id
+        listed = tools.list_connections()
         assert set(listed) == {"connections", "sendable"}
         assert bob.agent_id in [a["agent_id"] for a in listed["sendable"]]
-        with pytest.raises(ValueError):
-            tools.send_file(bob.agent_id, ["relative.txt"], client=sender)
+        tools.configure()

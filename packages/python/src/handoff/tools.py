@@ -1,11 +1,12 @@
 """The MCP server's five tools (decisions 5.5) as plain functions, for agent frameworks.
 
-Each function takes the tool's inputs as keyword arguments and answers the same object the MCP
-tool answers; ``TOOLS`` describes each with its JSON schema, so a LangChain, CrewAI or AutoGen tool
-is one line around it (docs/python.md). The client comes from the environment the CLI reads
-(``HANDOFF_URL``, ``HANDOFF_API_KEY``) and ``HANDOFF_IDENTITY`` (the identity file), unless one is
-passed as ``client``. ``HANDOFF_SHIELD`` and ``HANDOFF_DOWNLOADS`` set the Shield level and the
-default download folder (``./handoff-downloads``), as ``handoff mcp --shield/--downloads`` do.
+Each function takes exactly the tool's inputs (so a framework that reads signatures sees the MCP
+schema) and answers the same object the MCP tool answers; ``TOOLS`` describes each with its JSON
+schema, so a LangChain, CrewAI or AutoGen tool is one line around it (docs/python.md). The client
+is the one given to ``configure``, else one made from the environment the CLI reads
+(``HANDOFF_URL``, ``HANDOFF_API_KEY``) and ``HANDOFF_IDENTITY`` (the identity file).
+``HANDOFF_SHIELD`` and ``HANDOFF_DOWNLOADS`` set the Shield level and the default download folder
+(``./handoff-downloads``), as ``handoff mcp --shield/--downloads`` do; ``configure`` overrides them.
 """
 
 from __future__ import annotations
@@ -21,20 +22,30 @@ DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080"
 DEFAULT_DOWNLOADS = "handoff-downloads"
 MAX_INBOX_WAIT_SECONDS = 30
 
-_client: Client | None = None
+class _Settings:
+    client: Client | None = None
+    downloads: str | None = None
+    shield: str | None = None
 
 
-def client_from_environment() -> Client:
-    """The client the tools use by default, made once from the environment."""
-    global _client
-    if _client is None:
+_settings = _Settings()
+
+
+def configure(client: Client | None = None, downloads_dir: str | None = None, shield: str | None = None) -> None:
+    """The client the tools act through, the default download folder and the Shield level."""
+    _settings.client, _settings.downloads, _settings.shield = client, downloads_dir, shield
+
+
+def _client() -> Client:
+    """The configured client, else one made once from the environment."""
+    if _settings.client is None:
         api_key = os.environ.get("HANDOFF_API_KEY")
         identity_path = os.environ.get("HANDOFF_IDENTITY")
         if not api_key or not identity_path:
             raise RuntimeError("set HANDOFF_API_KEY and HANDOFF_IDENTITY (the agent's identity file)")
         identity = load_identity(os.path.abspath(identity_path))
-        _client = Client(os.environ.get("HANDOFF_URL") or DEFAULT_HANDOFF_URL, api_key, identity)
-    return _client
+        _settings.client = Client(os.environ.get("HANDOFF_URL") or DEFAULT_HANDOFF_URL, api_key, identity)
+    return _settings.client
 
 
 def _absolute(path: str, what: str) -> str:
@@ -50,11 +61,9 @@ def send_file(
     max_downloads: int | None = None,
     expires_in: str | None = None,
     account: str | None = None,
-    *,
-    client: Client | None = None,
 ) -> Any:
     """Send files to an agent (its slug) or a person (an e-mail address), encrypted end to end and signed."""
-    return (client or client_from_environment()).send(
+    return _client().send(
         to,
         [_absolute(path, "each path") for path in paths],
         message=message,
@@ -64,32 +73,30 @@ def send_file(
     )
 
 
-def check_inbox(wait_seconds: int = 0, *, client: Client | None = None) -> Any:
+def check_inbox(wait_seconds: int = 0) -> Any:
     """List the transfers waiting in this agent's inbox, optionally waiting for a new one."""
     if not 0 <= wait_seconds <= MAX_INBOX_WAIT_SECONDS:
         raise ValueError(f"wait_seconds must be from 0 to {MAX_INBOX_WAIT_SECONDS}")
-    return (client or client_from_environment()).whole_inbox(wait_seconds)
+    return _client().whole_inbox(wait_seconds)
 
 
-def download_transfer(transfer_id: str, out_dir: str | None = None, *, client: Client | None = None) -> Any:
+def download_transfer(transfer_id: str, out_dir: str | None = None) -> Any:
     """Download, verify, decrypt and scan (Shield) a transfer's files into a folder."""
-    folder = _absolute(out_dir, "out_dir") if out_dir else os.path.abspath(
-        os.environ.get("HANDOFF_DOWNLOADS") or DEFAULT_DOWNLOADS
-    )
-    return (client or client_from_environment()).receive(
-        transfer_id, folder, shield=os.environ.get("HANDOFF_SHIELD") or None
-    )
+    default = _settings.downloads or os.environ.get("HANDOFF_DOWNLOADS") or DEFAULT_DOWNLOADS
+    folder = _absolute(out_dir, "out_dir") if out_dir else os.path.abspath(default)
+    shield = _settings.shield or os.environ.get("HANDOFF_SHIELD") or None
+    return _client().receive(transfer_id, folder, shield=shield)
 
 
-def list_connections(*, client: Client | None = None) -> Any:
+def list_connections() -> Any:
     """The account connections, and the agents this agent can send to."""
-    chosen = client or client_from_environment()
-    return {"connections": chosen.connections(), "sendable": chosen.sendable()}
+    client = _client()
+    return {"connections": client.connections(), "sendable": client.sendable()}
 
 
-def get_profile(*, client: Client | None = None) -> Any:
+def get_profile() -> Any:
     """This agent's startup profile: agent, plan limits, inbox summary, urgent broadcasts."""
-    return (client or client_from_environment()).profile()
+    return _client().profile()
 
 
 class Tool(TypedDict):
