@@ -27,20 +27,22 @@ export function requireTime(): void {
 }
 
 /** `handoff ARGS` from dist under /usr/bin/time; `okCodes` are the exit codes that are not failures. */
-export async function timedHandoff(
+export function timedHandoff(args: string[], env: Record<string, string>, okCodes: number[] = [0]) {
+  return timedCommand([process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js"], args, env, okCodes);
+}
+
+/** A client command (`command` then `args`, e.g. the Python client's) under /usr/bin/time. */
+export async function timedCommand(
+  command: string[],
   args: string[],
   env: Record<string, string>,
   okCodes: number[] = [0],
 ): Promise<ClientRun> {
-  const child = spawn(
-    TIME,
-    ["-f", "BENCH-TIME %M %U %S", process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js", ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawn(TIME, ["-f", "BENCH-TIME %M %U %S", ...command, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => {
