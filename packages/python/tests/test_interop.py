@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Server, new_slug, run_node, run_python
+from conftest import Run, Server, new_slug, run_node, run_python
 
 from handoff.crypto import encrypted_size
 
@@ -45,38 +46,33 @@ def check_sent(server: Server, transfer: dict[str, object], paths: list[Path]) -
         assert len(server.blobs_of_size(encrypted_size(size))) >= 1
 
 
-@pytest.mark.parametrize("sizes", [SIZES, [PRESIGNED]], ids=["multipart", "presigned"])
-def test_python_sends_and_node_receives_byte_identical(
-    server: Server, pair: tuple[dict[str, str], Path, str, Path, str], tmp_path: Path, sizes: list[int]
-) -> None:
-    env, python_identity, _, node_identity, node_slug = pair
-    paths = files_of(tmp_path / "files", sizes)
-    sent = run_python(["send", "--identity", str(python_identity), "--to", node_slug, *map(str, paths)], env)
-    assert (sent.status, sent.stderr) == (0, "")
-    transfer = sent.json()
-    check_sent(server, transfer, paths)
-    received = run_node(["receive", transfer["id"], "--identity", str(node_identity), "--out", str(tmp_path / "out")], env)
-    assert (received.status, received.stderr) == (0, "")
-    for path in paths:
-        assert (tmp_path / "out" / path.name).read_bytes() == path.read_bytes()
-    assert [f["size"] for f in received.json()["files"]] == sizes
+CLIS: dict[str, Callable[[list[str], dict[str, str]], Run]] = {"python": run_python, "node": run_node}
 
 
 @pytest.mark.parametrize("sizes", [SIZES, [PRESIGNED]], ids=["multipart", "presigned"])
-def test_node_sends_and_python_receives_byte_identical(
-    server: Server, pair: tuple[dict[str, str], Path, str, Path, str], tmp_path: Path, sizes: list[int]
+@pytest.mark.parametrize("sender,receiver", [("python", "node"), ("node", "python")], ids=["python-to-node", "node-to-python"])
+def test_transfers_between_the_clients_are_byte_identical(
+    server: Server,
+    pair: tuple[dict[str, str], Path, str, Path, str],
+    tmp_path: Path,
+    sizes: list[int],
+    sender: str,
+    receiver: str,
 ) -> None:
-    env, python_identity, python_slug, node_identity, _ = pair
+    env, python_identity, python_slug, node_identity, node_slug = pair
+    identities = {"python": (python_identity, python_slug), "node": (node_identity, node_slug)}
     paths = files_of(tmp_path / "files", sizes)
-    sent = run_node(["send", "--identity", str(node_identity), "--to", python_slug, *map(str, paths)], env)
+    to = identities[receiver][1]
+    sent = CLIS[sender](["send", "--identity", str(identities[sender][0]), "--to", to, *map(str, paths)], env)
     assert (sent.status, sent.stderr) == (0, "")
     transfer = sent.json()
     check_sent(server, transfer, paths)
     out = tmp_path / "out"
-    received = run_python(["receive", transfer["id"], "--identity", str(python_identity), "--out", str(out)], env)
+    received = CLIS[receiver](["receive", transfer["id"], "--identity", str(identities[receiver][0]), "--out", str(out)], env)
     assert (received.status, received.stderr) == (0, "")
     result = received.json()
     assert result["transfer_id"] == transfer["id"]
+    assert [file["size"] for file in result["files"]] == sizes
     for file, path in zip(result["files"], paths):
         assert file["path"] == str(out / path.name)
         assert Path(file["path"]).read_bytes() == path.read_bytes()
