@@ -8,10 +8,9 @@ httpx and sleeps. Nothing about the API is written twice.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -39,6 +38,8 @@ from .crypto import to_base64
 
 DEFAULT_TIMEOUT = httpx.Timeout(90.0, connect=15.0)
 Flow = Generator[Effect, Outcome, Any]
+Out = TypeVar("Out")
+Http = TypeVar("Http", httpx.Client, httpx.AsyncClient)
 
 
 def _segment(text: str) -> str:
@@ -173,8 +174,19 @@ def _drive_step(flow: Flow, value: Any, error: BaseException | None) -> tuple[bo
     return False, effect
 
 
-class Client:
-    """The Handoff API as an agent uses it, synchronously. See docs/python.md."""
+class Stoppable(Protocol):
+    """What stops ``listen``: a ``threading.Event`` or an ``asyncio.Event``."""
+
+    def is_set(self) -> bool: ...
+
+
+class _Operations(Generic[Out, Http]):
+    """The public operations, once: each runs its flow through the client's ``_do``, which answers
+    the result (``Client``) or an awaitable of it (``AsyncClient``).
+
+    ``http`` takes your own httpx client (proxies, a mock transport); ``presigned_threshold`` is the
+    size on the wire from which a send goes presigned; pins default to beside the identity file.
+    """
 
     def __init__(
         self,
@@ -186,12 +198,108 @@ class Client:
         user_agent: str | None = None,
         max_retries: int = 3,
         presigned_threshold: int = PRESIGNED_THRESHOLD,
-        http: httpx.Client | None = None,
+        http: Http | None = None,
     ) -> None:
         self.ops = Operations(
             base_url, api_key, identity, pins_path, user_agent, max_retries, presigned_threshold
         )
-        self._http = http or httpx.Client(timeout=DEFAULT_TIMEOUT)
+        self._http: Http = http or self._new_http()
+
+    def _new_http(self) -> Http:
+        raise NotImplementedError
+
+    def _do(self, flow: Flow) -> Out:
+        raise NotImplementedError
+
+    def register_agent(self, identity: Identity, name: str | None = None, description: str | None = None) -> Out:
+        """Registers ``identity``'s agent one-shot with both public keys; answers the agent."""
+        return self._do(self.ops.register_agent(identity, name, description))
+
+    def resolve(self, agent: str, account: str | None = None, accept_rotation: bool = False) -> Out:
+        """An agent's public keys, checked against the pins (``KEY_CHANGED`` unless accepted)."""
+        return self._do(self.ops.resolve(agent, account, accept_rotation))
+
+    def send(
+        self,
+        to: str,
+        paths: list[str],
+        *,
+        account: str | None = None,
+        message: str | None = None,
+        max_downloads: int | None = None,
+        expires_in: str | None = None,
+        auto_delete: bool | None = None,
+        plain: bool = False,
+        accept_rotation: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> Out:
+        """Sends files (or folders), encrypted and signed unless ``plain``; answers the transfer."""
+        options = SendOptions(
+            to, paths, account, message, max_downloads, expires_in, auto_delete, plain, accept_rotation, on_progress
+        )
+        return self._do(self.ops.send(options))
+
+    def inbox(self, wait: int | None = None, cursor: str | None = None, limit: int | None = None) -> Out:
+        """One inbox page ``{transfers, next_cursor, has_more}``; ``wait`` long-polls up to 30 s."""
+        return self._do(self.ops.inbox(wait, cursor, limit))
+
+    def whole_inbox(self, wait: int | None = None) -> Out:
+        """``{transfers}``: every page of the inbox (what ``handoff inbox`` prints)."""
+        return self._do(self.ops.whole_inbox(wait))
+
+    def transfer(self, transfer_id: str) -> Out:
+        return self._do(self.ops.transfer(transfer_id))
+
+    def receive(
+        self,
+        transfer_id: str,
+        out_dir: str,
+        *,
+        shield: str | None = None,
+        accept_rotation: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> Out:
+        """Verifies, downloads, decrypts and scans a transfer into ``out_dir``."""
+        return self._do(self.ops.receive(transfer_id, ReceiveOptions(out_dir, shield, accept_rotation, on_progress)))
+
+    def listen(
+        self,
+        out_dir: str,
+        *,
+        shield: str | None = None,
+        cursor: str | None = None,
+        stop: Stoppable | None = None,
+        on_received: Callable[[ReceiveResult], None] | None = None,
+        on_failed: Callable[[str, Exception], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> Out:
+        """Receives each new transfer as it arrives, until ``stop`` is set (checked between polls)
+        or, with AsyncClient, the task is cancelled."""
+        options = ListenOptions(cursor, on_received, on_failed, on_error, stop.is_set if stop else lambda: False)
+        return self._do(self.ops.listen(out_dir, shield, options))
+
+    def profile(self) -> Out:
+        """The startup profile (``GET /v1/agents/me``)."""
+        return self._do(self.ops.profile())
+
+    def broadcasts(self, severity: str | None = None, limit: int | None = None, offset: int | None = None) -> Out:
+        return self._do(self.ops.broadcasts(severity, limit, offset))
+
+    def mark_broadcast_read(self, broadcast_id: str) -> Out:
+        return self._do(self.ops.mark_broadcast_read(broadcast_id))
+
+    def connections(self) -> Out:
+        return self._do(self.ops.connections())
+
+    def sendable(self) -> Out:
+        return self._do(self.ops.sendable())
+
+
+class Client(_Operations[Any, httpx.Client]):
+    """The Handoff API as an agent uses it, synchronously. See docs/python.md."""
+
+    def _new_http(self) -> httpx.Client:
+        return httpx.Client(timeout=DEFAULT_TIMEOUT)
 
     def __enter__(self) -> Client:
         return self
@@ -201,6 +309,9 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
+
+    def _do(self, flow: Flow) -> Any:
+        return self.run(flow)
 
     def run(self, flow: Flow) -> Any:
         """Performs each effect the flow yields until it finishes; answers its result."""
@@ -242,118 +353,17 @@ class Client:
         finally:
             response.close()
 
-    # --- operations ---------------------------------------------------------------------------
-
-    def register_agent(self, identity: Identity, name: str | None = None, description: str | None = None) -> Any:
-        """Registers ``identity``'s agent one-shot with both public keys; answers the agent."""
-        return self.run(self.ops.register_agent(identity, name, description))
-
-    def resolve(self, agent: str, account: str | None = None, accept_rotation: bool = False) -> Any:
-        """An agent's public keys, checked against the pins (``KEY_CHANGED`` unless accepted)."""
-        return self.run(self.ops.resolve(agent, account, accept_rotation))
-
-    def send(
-        self,
-        to: str,
-        paths: list[str],
-        *,
-        account: str | None = None,
-        message: str | None = None,
-        max_downloads: int | None = None,
-        expires_in: str | None = None,
-        auto_delete: bool | None = None,
-        plain: bool = False,
-        accept_rotation: bool = False,
-        on_progress: ProgressCallback | None = None,
-    ) -> Any:
-        """Sends files (or folders), encrypted and signed unless ``plain``; answers the transfer."""
-        options = SendOptions(
-            to, paths, account, message, max_downloads, expires_in, auto_delete, plain, accept_rotation, on_progress
-        )
-        return self.run(self.ops.send(options))
-
-    def inbox(self, wait: int | None = None, cursor: str | None = None, limit: int | None = None) -> Any:
-        """One inbox page ``{transfers, next_cursor, has_more}``; ``wait`` long-polls up to 30 s."""
-        return self.run(self.ops.inbox(wait, cursor, limit))
-
-    def whole_inbox(self, wait: int | None = None) -> Any:
-        """``{transfers}``: every page of the inbox (what ``handoff inbox`` prints)."""
-        return self.run(self.ops.whole_inbox(wait))
-
-    def transfer(self, transfer_id: str) -> Any:
-        return self.run(self.ops.transfer(transfer_id))
-
-    def receive(
-        self,
-        transfer_id: str,
-        out_dir: str,
-        *,
-        shield: str | None = None,
-        accept_rotation: bool = False,
-        on_progress: ProgressCallback | None = None,
-    ) -> ReceiveResult:
-        """Verifies, downloads, decrypts and scans a transfer into ``out_dir``."""
-        result: ReceiveResult = self.run(
-            self.ops.receive(transfer_id, ReceiveOptions(out_dir, shield, accept_rotation, on_progress))
-        )
-        return result
-
-    def listen(
-        self,
-        out_dir: str,
-        *,
-        shield: str | None = None,
-        cursor: str | None = None,
-        stop: threading.Event | None = None,
-        on_received: Callable[[ReceiveResult], None] | None = None,
-        on_failed: Callable[[str, Exception], None] | None = None,
-        on_error: Callable[[Exception], None] | None = None,
-    ) -> None:
-        """Receives each new transfer as it arrives, until ``stop`` is set (checked between polls)."""
-        options = ListenOptions(cursor, on_received, on_failed, on_error, stop.is_set if stop else lambda: False)
-        self.run(self.ops.listen(out_dir, shield, options))
-
-    def profile(self) -> Any:
-        """The startup profile (``GET /v1/agents/me``)."""
-        return self.run(self.ops.profile())
-
-    def broadcasts(self, severity: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
-        return self.run(self.ops.broadcasts(severity, limit, offset))
-
-    def mark_broadcast_read(self, broadcast_id: str) -> None:
-        self.run(self.ops.mark_broadcast_read(broadcast_id))
-
-    def connections(self) -> Any:
-        return self.run(self.ops.connections())
-
-    def sendable(self) -> Any:
-        return self.run(self.ops.sendable())
-
 
 async def _async_body(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     for chunk in chunks:
         yield chunk
 
 
-class AsyncClient:
-    """The same operations as ``Client``, for asyncio; the flows are the same objects."""
+class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
+    """The same operations as ``Client``, for asyncio: each answers an awaitable of its result."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        identity: Identity | None = None,
-        *,
-        pins_path: str | None = None,
-        user_agent: str | None = None,
-        max_retries: int = 3,
-        presigned_threshold: int = PRESIGNED_THRESHOLD,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.ops = Operations(
-            base_url, api_key, identity, pins_path, user_agent, max_retries, presigned_threshold
-        )
-        self._http = http or httpx.AsyncClient(timeout=DEFAULT_TIMEOUT)
+    def _new_http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=DEFAULT_TIMEOUT)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -363,6 +373,9 @@ class AsyncClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    def _do(self, flow: Flow) -> Awaitable[Any]:
+        return self.run(flow)
 
     async def run(self, flow: Flow) -> Any:
         value: Any = None
@@ -402,83 +415,3 @@ class AsyncClient:
                 return NetworkFailure(_network_reason(error))
         finally:
             await response.aclose()
-
-    # --- operations (see Client for each one's description) -------------------------------------
-
-    async def register_agent(self, identity: Identity, name: str | None = None, description: str | None = None) -> Any:
-        return await self.run(self.ops.register_agent(identity, name, description))
-
-    async def resolve(self, agent: str, account: str | None = None, accept_rotation: bool = False) -> Any:
-        return await self.run(self.ops.resolve(agent, account, accept_rotation))
-
-    async def send(
-        self,
-        to: str,
-        paths: list[str],
-        *,
-        account: str | None = None,
-        message: str | None = None,
-        max_downloads: int | None = None,
-        expires_in: str | None = None,
-        auto_delete: bool | None = None,
-        plain: bool = False,
-        accept_rotation: bool = False,
-        on_progress: ProgressCallback | None = None,
-    ) -> Any:
-        options = SendOptions(
-            to, paths, account, message, max_downloads, expires_in, auto_delete, plain, accept_rotation, on_progress
-        )
-        return await self.run(self.ops.send(options))
-
-    async def inbox(self, wait: int | None = None, cursor: str | None = None, limit: int | None = None) -> Any:
-        return await self.run(self.ops.inbox(wait, cursor, limit))
-
-    async def whole_inbox(self, wait: int | None = None) -> Any:
-        return await self.run(self.ops.whole_inbox(wait))
-
-    async def transfer(self, transfer_id: str) -> Any:
-        return await self.run(self.ops.transfer(transfer_id))
-
-    async def receive(
-        self,
-        transfer_id: str,
-        out_dir: str,
-        *,
-        shield: str | None = None,
-        accept_rotation: bool = False,
-        on_progress: ProgressCallback | None = None,
-    ) -> ReceiveResult:
-        result: ReceiveResult = await self.run(
-            self.ops.receive(transfer_id, ReceiveOptions(out_dir, shield, accept_rotation, on_progress))
-        )
-        return result
-
-    async def listen(
-        self,
-        out_dir: str,
-        *,
-        shield: str | None = None,
-        cursor: str | None = None,
-        stop: asyncio.Event | None = None,
-        on_received: Callable[[ReceiveResult], None] | None = None,
-        on_failed: Callable[[str, Exception], None] | None = None,
-        on_error: Callable[[Exception], None] | None = None,
-    ) -> None:
-        """Until ``stop`` is set or the task is cancelled."""
-        options = ListenOptions(cursor, on_received, on_failed, on_error, stop.is_set if stop else lambda: False)
-        await self.run(self.ops.listen(out_dir, shield, options))
-
-    async def profile(self) -> Any:
-        return await self.run(self.ops.profile())
-
-    async def broadcasts(self, severity: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
-        return await self.run(self.ops.broadcasts(severity, limit, offset))
-
-    async def mark_broadcast_read(self, broadcast_id: str) -> None:
-        await self.run(self.ops.mark_broadcast_read(broadcast_id))
-
-    async def connections(self) -> Any:
-        return await self.run(self.ops.connections())
-
-    async def sendable(self) -> Any:
-        return await self.run(self.ops.sendable())
