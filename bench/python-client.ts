@@ -8,11 +8,13 @@
  *
  *   npm run bench -- python
  *
- * Environment: BENCH_PYTHON_SIZE_MIB (default 1024), BENCH_PYTHON_RUNS (default 2: best of).
+ * Environment: BENCH_PYTHON_SIZE_MIB (default 1024), BENCH_PYTHON_RUNS (default 2: best of),
+ * BENCH_PYTHON_DATABASE (`embedded`, the default, or `postgres`: the server on a fresh database of
+ * BENCH_POSTGRES_URL, for a machine too busy for PGlite to start in time; both clients share it).
  * Targets (issue 24): Python's throughput >= 80 % of Node's for each step; peak RSS of each Python
  * process <= 100 MB.
  */
-import { createWriteStream, rmSync, statSync } from "node:fs";
+import { createWriteStream } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -22,11 +24,13 @@ import {
   describeRun,
   mbText,
   requireTime,
+  sendAndReceive,
   startClientBench,
   timedCommand,
   timedHandoff,
 } from "./client-process.js";
 import {
+  benchDatabase,
   guard,
   loadAverage,
   MiB,
@@ -34,7 +38,6 @@ import {
   pad,
   patternSource,
   ROOT,
-  syncDisks,
   tempRoot,
   verdict,
 } from "./support.js";
@@ -66,36 +69,17 @@ async function main(): Promise<void> {
       `node ${process.version}, ${cpus().length} CPUs, load average ${loadAverage()}`,
   );
   let bench: ClientBench | null = null;
+  const database = process.env.BENCH_PYTHON_DATABASE === "postgres" ? await benchDatabase() : null;
   try {
-    bench = await startClientBench(temp.dir, "bench");
-    const { env, sender, receiver, server } = bench;
+    const started = await startClientBench(temp.dir, "bench", database ? { DATABASE_URL: database.url } : {});
+    bench = started;
     const source = join(temp.dir, "payload.bin");
     await pipeline(patternSource(SIZE), createWriteStream(source));
 
-    const transfer = async (client: Client, round: number): Promise<Pair> => {
-      syncDisks();
-      const send = await run(
-        client,
-        ["send", "--identity", sender.identity, "--to", receiver.slug, source],
-        env,
+    const transfer = (client: Client, round: number): Promise<Pair> =>
+      sendAndReceive(started, source, join(temp.dir, `out-${client}-${round}`), (args, env) =>
+        run(client, args, env),
       );
-      const id = (JSON.parse(send.stdout) as { id: string }).id;
-      const outDir = join(temp.dir, `out-${client}-${round}`);
-      syncDisks();
-      const receive = await run(
-        client,
-        ["receive", id, "--identity", receiver.identity, "--out", outDir],
-        env,
-      );
-      const written = statSync(join(outDir, "payload.bin")).size;
-      if (written !== SIZE) throw new Error(`${client}: received ${written} of ${SIZE} bytes`);
-      rmSync(outDir, { recursive: true, force: true });
-      await fetch(`${server.baseUrl}/v1/transfers/${id}`, {
-        method: "DELETE",
-        headers: { authorization: `Bearer ${env.HANDOFF_API_KEY}` },
-      });
-      return { send, receive };
-    };
 
     // Warm-up: page cache and the server's first-use paths, outside the figures.
     await transfer("node", 0);
@@ -135,6 +119,7 @@ async function main(): Promise<void> {
     console.log(`load average at the end: ${loadAverage()}`);
   } finally {
     await bench?.server.stop();
+    await database?.drop();
     temp.cleanup();
   }
 }
