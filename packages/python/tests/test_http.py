@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
+import threading
 from pathlib import Path
 
 import httpx
@@ -10,7 +12,8 @@ import pytest
 
 import time
 from handoff import AsyncClient, Client, HandoffApiError, HandoffError, create_identity
-from handoff.protocol import retry_after_seconds
+from handoff import download
+from handoff.protocol import Attempt, retry_after_seconds
 
 
 def stub(answers: list[httpx.Response], seen: list[httpx.Request]) -> httpx.MockTransport:
@@ -106,3 +109,34 @@ def test_the_async_client_runs_the_same_flows(monkeypatch: pytest.MonkeyPatch) -
 
     assert asyncio.run(main()) == {"agent": {"agent_id": "a"}}
     assert len(seen) == 2
+
+
+class _ShortBody(http.server.BaseHTTPRequestHandler):
+    """Declares 100 bytes, sends 10, closes: a connection cut mid-download."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("content-length", "100")
+        self.end_headers()
+        self.wfile.write(b"0123456789")
+        self.close_connection = True
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_a_download_cut_short_is_a_network_error_not_a_shorter_file() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ShortBody)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    received: list[bytes] = []
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/blob?sig=x"
+        attempt = Attempt("GET", url, {}, {"user-agent": "t"}, None, None, received.append)
+        with pytest.raises(HandoffError) as failed:
+            download.download(attempt, 10)
+        assert failed.value.code == "NETWORK_ERROR"
+        assert b"".join(received) == b"0123456789"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -32,7 +32,7 @@ def files_of(folder: Path, sizes: list[int]) -> list[Path]:
     folder.mkdir()
     paths = []
     for size in sizes:
-        path = folder / f"size-{size}.bin"
+        path = folder / f"size-{size}-é☃ \"q\".bin"  # non-ASCII, a space and quotes: RFC 5987 names, signed JSON
         path.write_bytes(os.urandom(size))
         paths.append(path)
     return paths

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -17,6 +18,7 @@ from types import FrameType
 from typing import Any, NoReturn
 from urllib.parse import urlparse
 
+from . import __version__
 from .client import Client
 from .errors import describe_error
 from .identity import create_identity, load_identity, save_identity
@@ -72,7 +74,7 @@ def _required(value: str | None, flag: str) -> str:
 def _integer(text: str | None, flag: str, low: int, high: int) -> int | None:
     if text is None:
         return None
-    if not text.isdigit() or not low <= int(text) <= high:
+    if not re.fullmatch(r"[0-9]+", text) or not low <= int(text) <= high:
         raise UsageError(f"{flag} must be a whole number from {low} to {high}")
     return int(text)
 
@@ -98,8 +100,6 @@ def _settings() -> tuple[str, str]:
 
 
 def _user_agent() -> str:
-    from . import __version__
-
     return USER_AGENT.format(version=__version__)
 
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
-from . import __version__
+from . import __version__, download
 from .errors import HandoffError
 from .identity import Identity
 from .listening import ListenOptions, listen_flow
@@ -36,7 +36,8 @@ from .receiving import ReceiveOptions, ReceiveResult, receive_flow
 from .sending import PRESIGNED_THRESHOLD, ProgressCallback, SendOptions, send_flow
 from .crypto import to_base64
 
-DEFAULT_TIMEOUT = httpx.Timeout(90.0, connect=15.0)
+DOWNLOAD_TIMEOUT_SECONDS = 90.0
+DEFAULT_TIMEOUT = httpx.Timeout(DOWNLOAD_TIMEOUT_SECONDS, connect=15.0)
 Flow = Generator[Effect, Outcome, Any]
 Out = TypeVar("Out")
 Http = TypeVar("Http", httpx.Client, httpx.AsyncClient)
@@ -299,7 +300,11 @@ class Client(_Operations[Any, httpx.Client]):
     """The Handoff API as an agent uses it, synchronously. See docs/python.md."""
 
     def _new_http(self) -> httpx.Client:
+        self._own_http = True
         return httpx.Client(timeout=DEFAULT_TIMEOUT)
+
+    #: Whether this client made its httpx client (then downloads go through download.py).
+    _own_http = False
 
     def __enter__(self) -> Client:
         return self
@@ -331,6 +336,8 @@ class Client(_Operations[Any, httpx.Client]):
         if isinstance(effect, Sleep):
             time.sleep(effect.seconds)
             return None
+        if effect.sink is not None and self._own_http and not download.proxied(effect.url):
+            return download.download(effect, DOWNLOAD_TIMEOUT_SECONDS)
         content = effect.body() if effect.body else None
         try:
             response = self._http.send(_build(self._http, effect, content), stream=True)

@@ -355,7 +355,8 @@ class RecordDecryptor:
         size = self._sealed_size
         opened: list[bytes] = []
         while len(buffer) - self._start > size:
-            sealed = bytes(buffer[self._start : self._start + size])
+            with memoryview(buffer) as view:  # one copy of the record, not two
+                sealed = view[self._start : self._start + size].tobytes()
             self._start += size
             plaintext = self._open(sealed, False)
             if plaintext is None:

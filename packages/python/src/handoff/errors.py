@@ -5,6 +5,7 @@ Callers (the CLI, agent tools) branch on codes, never on messages.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -71,6 +72,4 @@ def describe_error(error: BaseException) -> str:
 
 
 def one_line(text: str) -> str:
-    import re
-
     return re.sub(r"\s*\n\s*", "; ", text).strip()

@@ -7,13 +7,16 @@ encryption into one multipart POST (small transfers) or presigned PUTs (from 8 M
 
 from __future__ import annotations
 
+import errno
 import mimetypes
 import os
+import stat
 import re
 import secrets
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from .crypto import (
     ENCRYPTION_ALGORITHM,
@@ -106,11 +109,11 @@ def local_files(paths: list[str]) -> list[LocalFile]:
         try:
             info = os.stat(path)
         except OSError as error:
-            code = error.errno and os.strerror(error.errno)
+            code = errno.errorcode.get(error.errno or 0, str(error))
             raise HandoffError("FILE_NOT_FOUND", f"cannot read {path}: {code}") from None
-        if os.path.isdir(path):
+        if stat.S_ISDIR(info.st_mode):
             files.extend(_folder_files(path))
-        elif not os.path.isfile(path) or info.st_size < 0:
+        elif not stat.S_ISREG(info.st_mode):
             raise HandoffError("NOT_A_FILE", f"{path} is not a regular file")
         else:
             files.append(_local_file(path, os.path.basename(path)))
@@ -244,8 +247,6 @@ def _filename_parameter(name: str) -> str:
     """Plain ASCII as a quoted string, anything else in RFC 5987 form (as the Node SDK writes)."""
     if re.fullmatch(r"[\x20-\x7e]*", name) and not re.search(r'["\\]', name):
         return f'filename="{name}"'
-    from urllib.parse import quote
-
     return "filename*=UTF-8''" + quote(name, safe="!~.-_")
 
 
