@@ -5,9 +5,17 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { createAccount, mibPerSecond, pad, ROOT, type ServerChild, startHandoff } from "./support.js";
+import { existsSync, rmSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import {
+  createAccount,
+  mibPerSecond,
+  pad,
+  ROOT,
+  type ServerChild,
+  startHandoff,
+  syncDisks,
+} from "./support.js";
 
 const TIME = "/usr/bin/time";
 /** Node flags for the client processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
@@ -27,20 +35,22 @@ export function requireTime(): void {
 }
 
 /** `handoff ARGS` from dist under /usr/bin/time; `okCodes` are the exit codes that are not failures. */
-export async function timedHandoff(
+export function timedHandoff(args: string[], env: Record<string, string>, okCodes: number[] = [0]) {
+  return timedCommand([process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js"], args, env, okCodes);
+}
+
+/** A client command (`command` then `args`, e.g. the Python client's) under /usr/bin/time. */
+export async function timedCommand(
+  command: string[],
   args: string[],
   env: Record<string, string>,
   okCodes: number[] = [0],
 ): Promise<ClientRun> {
-  const child = spawn(
-    TIME,
-    ["-f", "BENCH-TIME %M %U %S", process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js", ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawn(TIME, ["-f", "BENCH-TIME %M %U %S", ...command, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => {
@@ -86,9 +96,16 @@ export interface ClientBench {
   receiver: Agent;
 }
 
-/** The server from dist in `dir`, one account, and a sender and a receiver agent named after `name`. */
-export async function startClientBench(dir: string, name: string): Promise<ClientBench> {
-  const server = await startHandoff({ dataDir: join(dir, "server") });
+/**
+ * The server from dist in `dir` (`env` for its settings, e.g. DATABASE_URL), one account, and a
+ * sender and a receiver agent named after `name`.
+ */
+export async function startClientBench(
+  dir: string,
+  name: string,
+  env: Record<string, string> = {},
+): Promise<ClientBench> {
+  const server = await startHandoff({ dataDir: join(dir, "server"), env });
   try {
     const account = await createAccount(server.baseUrl, `${name}@example.com`, "scale");
     const env = { HANDOFF_URL: server.baseUrl, HANDOFF_API_KEY: account.apiKey };
@@ -105,4 +122,38 @@ export async function startClientBench(dir: string, name: string): Promise<Clien
     await server.stop();
     throw error;
   }
+}
+
+/** Runs one client command (`args`) as a timed process: the Node CLI's, or another client's. */
+export type ClientRunner = (args: string[], env: Record<string, string>) => Promise<ClientRun>;
+
+/**
+ * One file sent by the bench's sender and received by its receiver into `outDir` (checked for its
+ * size, then removed, and the transfer deleted), each step timed; `sendFlags` go before the path.
+ */
+export async function sendAndReceive(
+  bench: ClientBench,
+  source: string,
+  outDir: string,
+  run: ClientRunner = timedHandoff,
+  sendFlags: string[] = [],
+): Promise<{ send: ClientRun; receive: ClientRun }> {
+  const { env, sender, receiver, server } = bench;
+  syncDisks();
+  const send = await run(
+    ["send", "--identity", sender.identity, "--to", receiver.slug, ...sendFlags, source],
+    env,
+  );
+  const id = (JSON.parse(send.stdout) as { id: string }).id;
+  syncDisks();
+  const receive = await run(["receive", id, "--identity", receiver.identity, "--out", outDir], env);
+  const written = statSync(join(outDir, basename(source))).size;
+  const size = statSync(source).size;
+  if (written !== size) throw new Error(`received ${written} of ${size} bytes into ${outDir}`);
+  rmSync(outDir, { recursive: true, force: true });
+  await fetch(`${server.baseUrl}/v1/transfers/${id}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${env.HANDOFF_API_KEY}` },
+  });
+  return { send, receive };
 }

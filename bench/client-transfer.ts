@@ -11,7 +11,7 @@
  * BENCH_CLIENT_NODE_ARGS (node flags for the client processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  * Targets (issue 8): peak RSS <= 150 MB per process; encrypted >= 70 % of plain throughput.
  */
-import { createWriteStream, rmSync, statSync } from "node:fs";
+import { createWriteStream } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -22,20 +22,11 @@ import {
   mbText,
   RSS_LIMIT_KB,
   requireTime,
+  sendAndReceive,
   startClientBench,
   timedHandoff,
 } from "./client-process.js";
-import {
-  guard,
-  loadAverage,
-  MiB,
-  mibPerSecond,
-  pad,
-  patternSource,
-  syncDisks,
-  tempRoot,
-  verdict,
-} from "./support.js";
+import { guard, loadAverage, MiB, mibPerSecond, pad, patternSource, tempRoot, verdict } from "./support.js";
 
 const SIZE = Number(process.env.BENCH_CLIENT_SIZE_MIB ?? 1024) * MiB;
 const RUNS = Number(process.env.BENCH_CLIENT_RUNS ?? 2);
@@ -56,42 +47,20 @@ async function main(): Promise<void> {
   );
   let bench: ClientBench | null = null;
   try {
-    bench = await startClientBench(temp.dir, "bench");
-    const { env, sender, receiver, server } = bench;
+    const started = await startClientBench(temp.dir, "bench");
+    bench = started;
 
     const source = join(temp.dir, "payload.bin");
     await pipeline(patternSource(SIZE), createWriteStream(source));
 
-    const transfer = async (mode: "encrypted" | "plain", run: number): Promise<Pair> => {
-      syncDisks();
-      const send = await timedHandoff(
-        [
-          "send",
-          "--identity",
-          sender.identity,
-          "--to",
-          "bench-receiver",
-          ...(mode === "plain" ? ["--plain"] : []),
-          source,
-        ],
-        env,
+    const transfer = (mode: "encrypted" | "plain", run: number): Promise<Pair> =>
+      sendAndReceive(
+        started,
+        source,
+        join(temp.dir, `out-${mode}-${run}`),
+        timedHandoff,
+        mode === "plain" ? ["--plain"] : [],
       );
-      const id = (JSON.parse(send.stdout) as { id: string }).id;
-      const outDir = join(temp.dir, `out-${mode}-${run}`);
-      syncDisks();
-      const receive = await timedHandoff(
-        ["receive", id, "--identity", receiver.identity, "--out", outDir],
-        env,
-      );
-      const written = statSync(join(outDir, "payload.bin")).size;
-      if (written !== SIZE) throw new Error(`${mode}: received ${written} of ${SIZE} bytes`);
-      rmSync(outDir, { recursive: true, force: true });
-      await fetch(`${server.baseUrl}/v1/transfers/${id}`, {
-        method: "DELETE",
-        headers: { authorization: `Bearer ${env.HANDOFF_API_KEY}` },
-      });
-      return { send, receive };
-    };
 
     // Warm-up: page cache and the server's first-use paths, outside the figures.
     await transfer("encrypted", 0);

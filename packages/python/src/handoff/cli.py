@@ -1,0 +1,305 @@
+"""The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``).
+
+The same arguments, JSON on stdout, exit codes (0, 1, 3) and stderr lines as the Node CLI's
+``handoff``, so a test of one judges the other unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any, NoReturn
+from urllib.parse import urlparse
+
+from . import __version__
+from .client import Client
+from .errors import describe_error
+from .identity import create_identity, load_identity, save_identity
+from .receiving import ReceivedFile, ReceiveResult
+from .shield import ShieldLevelError, parse_shield_level
+from .progress import ProgressBars
+
+DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080"
+MAX_INBOX_WAIT_SECONDS = 30
+EXIT_BLOCKED = 3
+USER_AGENT = "handoff-cli-python/{version}"
+
+USAGE = """usage: python3 -m handoff <command>
+
+Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY):
+  identity new --agent SLUG --out FILE [--name N] [--no-register]
+                                          make an agent's key pairs into FILE (0600) and register it
+  send --identity FILE --to RECIPIENT [--account A] [--message M] [--max-downloads N]
+       [--expires-in 24h] [--plain] [--accept-rotation] PATH...
+                                          encrypt, sign and send files or folders; prints the transfer
+  receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation]
+                                          download, verify, decrypt and scan into DIR (default .);
+                                          exit 3 when Shield blocked a file
+  inbox --identity FILE [--wait SECONDS]  the agent's inbox (long-poll up to 30 s)
+  listen --identity FILE --out DIR [--shield LEVEL]
+                                          receive each new transfer until SIGINT/SIGTERM
+  Shield levels: off, permissive, standard (default), strict, paranoid. --accept-rotation takes
+  a peer's changed keys instead of refusing them (keys are pinned on first use)."""
+
+
+class UsageError(Exception):
+    """A command line that cannot run: one line on stderr, pointing at the help."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _parser(*positionals: str) -> _Parser:
+    parser = _Parser(add_help=False, allow_abbrev=False)
+    for name in positionals:
+        parser.add_argument(name, nargs="*")
+    return parser
+
+
+def _required(value: str | None, flag: str) -> str:
+    if not value:
+        raise UsageError(f"{flag} is required")
+    return value
+
+
+def _integer(text: str | None, flag: str, low: int, high: int) -> int | None:
+    if text is None:
+        return None
+    if not re.fullmatch(r"[0-9]+", text) or not low <= int(text) <= high:
+        raise UsageError(f"{flag} must be a whole number from {low} to {high}")
+    return int(text)
+
+
+def _shield(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return parse_shield_level(text)
+    except ShieldLevelError as error:
+        raise UsageError(f"--shield: {error}") from None
+
+
+def _settings() -> tuple[str, str]:
+    base_url = os.environ.get("HANDOFF_URL") or DEFAULT_HANDOFF_URL
+    parsed = urlparse(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f'HANDOFF_URL must be an http or https URL, got "{base_url}"')
+    api_key = os.environ.get("HANDOFF_API_KEY")
+    if not api_key:
+        raise ValueError("HANDOFF_API_KEY is not set: give the API key of the agent's account")
+    return base_url, api_key
+
+
+def _user_agent() -> str:
+    return USER_AGENT.format(version=__version__)
+
+
+def _agent_client(identity_path: str) -> Client:
+    base_url, api_key = _settings()
+    identity = load_identity(os.path.abspath(identity_path))
+    return Client(base_url, api_key, identity, user_agent=_user_agent())
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _print_json_line(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _warn(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _blocked(files: list[ReceivedFile]) -> list[ReceivedFile]:
+    return [file for file in files if file["shield"]["verdict"] == "blocked"]
+
+
+def _blocked_line(transfer_id: str, files: list[ReceivedFile]) -> str:
+    """"tr_… : Shield blocked invoice.pdf (disguised_executable)": names each file and why."""
+    named = []
+    for file in files:
+        kinds = list(dict.fromkeys(finding["kind"] for finding in file["shield"]["findings"]))
+        named.append(f"{file['name']} ({', '.join(kinds)})")
+    return f"{transfer_id}: Shield blocked {', '.join(named)}; not written"
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+
+def identity_new(args: list[str]) -> int:
+    parser = _parser()
+    parser.add_argument("--agent")
+    parser.add_argument("--out")
+    parser.add_argument("--name")
+    parser.add_argument("--no-register", action="store_true")
+    values = parser.parse_args(args)
+    agent_id = _required(values.agent, "--agent SLUG")
+    path = os.path.abspath(_required(values.out, "--out FILE"))
+    if os.path.exists(path):
+        raise ValueError(f"{path} already exists; refusing to overwrite an identity")
+    client = None if values.no_register else Client(*_settings(), user_agent=_user_agent())
+    identity = create_identity(agent_id)
+    save_identity(path, identity)
+    agent = None
+    try:
+        if client is not None:
+            with client:
+                agent = client.register_agent(identity, name=values.name)
+    except BaseException:
+        os.unlink(path)
+        raise
+    _print_json({"file": path, "agent_id": identity.agent_id, "agent": agent})
+    return 0
+
+
+def send(args: list[str]) -> int:
+    parser = _parser("paths")
+    for flag in ("--identity", "--to", "--account", "--message", "--max-downloads", "--expires-in"):
+        parser.add_argument(flag)
+    parser.add_argument("--plain", action="store_true")
+    parser.add_argument("--accept-rotation", action="store_true")
+    values = parser.parse_intermixed_args(args)
+    identity = _required(values.identity, "--identity FILE")
+    to = _required(values.to, "--to RECIPIENT")
+    if not values.paths:
+        raise UsageError("give at least one PATH to send")
+    max_downloads = _integer(values.max_downloads, "--max-downloads", 1, 1000)
+    with _agent_client(identity) as client, ProgressBars(sys.stderr) as bars:
+        transfer = client.send(
+            to,
+            [os.path.abspath(path) for path in values.paths],
+            account=values.account,
+            message=values.message,
+            max_downloads=max_downloads,
+            expires_in=values.expires_in,
+            plain=values.plain,
+            accept_rotation=values.accept_rotation,
+            on_progress=bars.on_progress,
+        )
+    _print_json(transfer)
+    return 0
+
+
+def receive(args: list[str]) -> int:
+    parser = _parser("transfer_id")
+    for flag in ("--identity", "--out", "--shield"):
+        parser.add_argument(flag)
+    parser.add_argument("--accept-rotation", action="store_true")
+    values = parser.parse_intermixed_args(args)
+    identity = _required(values.identity, "--identity FILE")
+    positionals: list[str] = values.transfer_id
+    transfer_id = _required(positionals[0] if positionals else None, "TRANSFER_ID")
+    if len(positionals) > 1:
+        raise UsageError(f"one TRANSFER_ID only, got: {' '.join(positionals)}")
+    shield = _shield(values.shield)
+    with _agent_client(identity) as client, ProgressBars(sys.stderr) as bars:
+        result = client.receive(
+            transfer_id,
+            os.path.abspath(values.out or "."),
+            shield=shield,
+            accept_rotation=values.accept_rotation,
+            on_progress=bars.on_progress,
+        )
+    _print_json(result)
+    blocked = _blocked(result["files"])
+    if not blocked:
+        return 0
+    _warn(_blocked_line(result["transfer_id"], blocked))
+    return EXIT_BLOCKED
+
+
+def inbox(args: list[str]) -> int:
+    parser = _parser()
+    parser.add_argument("--identity")
+    parser.add_argument("--wait")
+    values = parser.parse_args(args)
+    identity = _required(values.identity, "--identity FILE")
+    wait = _integer(values.wait, "--wait", 0, MAX_INBOX_WAIT_SECONDS)
+    with _agent_client(identity) as client:
+        _print_json(client.whole_inbox(wait))
+    return 0
+
+
+class _Stopped(BaseException):
+    """SIGTERM, raised where the process waits, as SIGINT raises KeyboardInterrupt."""
+
+
+def _raise_stopped(_signal: int, _frame: FrameType | None) -> None:
+    raise _Stopped()
+
+
+def listen(args: list[str]) -> int:
+    parser = _parser()
+    for flag in ("--identity", "--out", "--shield"):
+        parser.add_argument(flag)
+    values = parser.parse_args(args)
+    identity = _required(values.identity, "--identity FILE")
+    out_dir = os.path.abspath(_required(values.out, "--out DIR"))
+    shield = _shield(values.shield)
+    client = _agent_client(identity)
+    os.makedirs(out_dir, exist_ok=True)
+
+    def received(result: ReceiveResult) -> None:
+        _print_json_line(result)
+        for file in _blocked(result["files"]):
+            _warn(_blocked_line(result["transfer_id"], [file]))
+
+    signal.signal(signal.SIGTERM, _raise_stopped)
+    _warn(f"listening for transfers into {out_dir}; SIGINT or SIGTERM stops")
+    try:
+        with client:
+            client.listen(
+                out_dir,
+                shield=shield,
+                stop=threading.Event(),
+                on_received=received,
+                on_failed=lambda transfer_id, error: _warn(f"{transfer_id}: skipped, {describe_error(error)}"),
+                on_error=lambda error: _warn(f"reading the inbox failed, trying again: {describe_error(error)}"),
+            )
+    except (KeyboardInterrupt, _Stopped):
+        pass
+    return 0
+
+
+COMMANDS: list[tuple[list[str], Callable[[list[str]], int]]] = [
+    (["identity", "new"], identity_new),
+    (["send"], send),
+    (["receive"], receive),
+    (["inbox"], inbox),
+    (["listen"], listen),
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("help", "--help", "-h"):
+        (sys.stdout if args else sys.stderr).write(USAGE + "\n")
+        return 0 if args else 1
+    for words, command in COMMANDS:
+        if args[: len(words)] == words:
+            try:
+                return command(args[len(words) :])
+            except UsageError as error:
+                _warn(f"{error} (handoff help lists the commands)")
+                return 1
+            except KeyboardInterrupt:
+                return 130
+            except Exception as error:
+                _warn(describe_error(error))
+                return 1
+    _warn(f"unknown command: {' '.join(args)} (handoff help lists the commands)")
+    return 1

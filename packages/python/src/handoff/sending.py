@@ -1,0 +1,358 @@
+"""Sending (decisions 5.2–5.4, 7.3): the flow both clients run, as a generator of effects.
+
+Resolve and pin the recipient, wrap a fresh content key to it, pick each file's salt and sign the
+file list, all before the first byte leaves; then stream each file from disk through the record
+encryption into one multipart POST (small transfers) or presigned PUTs (from 8 MiB on the wire).
+"""
+
+from __future__ import annotations
+
+import errno
+import mimetypes
+import os
+import stat
+import re
+import secrets
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from .crypto import (
+    ENCRYPTION_ALGORITHM,
+    SALT_SIZE,
+    RecordEncryptor,
+    SignedTransfer,
+    encrypted_size,
+    from_base64,
+    new_content_key,
+    sign_transfer,
+    to_base64,
+    wrap_content_key,
+)
+from .errors import HandoffError
+from .identity import Identity
+from .protocol import Effect, Outcome, RequestSpec, Settings, call, request
+
+#: At or above this many bytes on the wire a transfer goes presigned, below it one multipart POST.
+PRESIGNED_THRESHOLD = 8 * 1024 * 1024
+#: Bytes read from a file at a time: 16 records of 5.3, as the Node SDK reads.
+FILE_CHUNK_BYTES = 1024 * 1024
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 1024
+MAX_SEGMENTS = 32
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_MEDIA_TYPES = mimetypes.MimeTypes()
+
+#: Progress of one file: (name, plaintext bytes so far, plaintext size).
+ProgressCallback = Callable[[str, int, int], None]
+#: Resolves and pins an agent: (agent, account, accept_rotation) → the resolve answer.
+Resolver = Callable[[str, "str | None", bool], Generator[Effect, Outcome, dict[str, Any]]]
+
+
+@dataclass
+class SendOptions:
+    to: str
+    paths: list[str]
+    account: str | None = None
+    message: str | None = None
+    max_downloads: int | None = None
+    expires_in: str | None = None
+    auto_delete: bool | None = None
+    plain: bool = False
+    accept_rotation: bool = False
+    on_progress: ProgressCallback | None = None
+
+
+@dataclass
+class LocalFile:
+    path: str
+    #: The name sent: the base name, or the path relative to a sent folder's parent (7.3).
+    name: str
+    type: str
+    size: int
+
+
+def media_type_of(name: str) -> str:
+    return _MEDIA_TYPES.guess_type(name, strict=False)[0] or "application/octet-stream"
+
+
+def _local_file(path: str, name: str) -> LocalFile:
+    if len(name.encode("utf-8")) > MAX_PATH_BYTES or any(
+        len(segment.encode("utf-8")) > MAX_NAME_BYTES for segment in name.split("/")
+    ):
+        raise HandoffError("INVALID_FILE_NAME", f"the name of {path} is over {MAX_NAME_BYTES} bytes")
+    return LocalFile(path, name, media_type_of(name), os.stat(path).st_size)
+
+
+def _folder_files(folder: str) -> list[LocalFile]:
+    """The regular files under ``folder``, hidden ones included, symbolic links skipped (7.3)."""
+    parent = os.path.dirname(os.path.abspath(folder).rstrip(os.sep)) or os.sep
+    found: list[LocalFile] = []
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            relative = os.path.relpath(os.path.abspath(path), parent).replace(os.sep, "/")
+            if relative.count("/") + 1 > MAX_SEGMENTS:
+                raise HandoffError("INVALID_FILE_NAME", f"{path} is more than {MAX_SEGMENTS} folders deep")
+            found.append(_local_file(path, relative))
+    return found
+
+
+def local_files(paths: list[str]) -> list[LocalFile]:
+    """Each path as the files it sends: a regular file, or the files of a folder."""
+    files: list[LocalFile] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError as error:
+            code = errno.errorcode.get(error.errno or 0, str(error))
+            raise HandoffError("FILE_NOT_FOUND", f"cannot read {path}: {code}") from None
+        if stat.S_ISDIR(info.st_mode):
+            files.extend(_folder_files(path))
+        elif not stat.S_ISREG(info.st_mode):
+            raise HandoffError("NOT_A_FILE", f"{path} is not a regular file")
+        else:
+            files.append(_local_file(path, os.path.basename(path)))
+    return files
+
+
+@dataclass
+class Sealing:
+    """The encryption of one transfer (5.2, 5.4), fixed before the first byte leaves."""
+
+    content_key: bytes
+    encrypted_key: str
+    recipient_key_version: int
+    signature: str
+    salts: list[bytes]
+
+
+def seal(
+    identity: Identity, recipient: str, resolved: dict[str, Any], files: list[LocalFile]
+) -> Sealing:
+    content_key = new_content_key()
+    encrypted_key = wrap_content_key(content_key, from_base64(resolved["public_key"]))
+    salts = [secrets.token_bytes(SALT_SIZE) for _ in files]
+    version = int(resolved["key_version"])
+    signature = sign_transfer(
+        identity.ed25519.private_key,
+        SignedTransfer(
+            sender=identity.agent_id,
+            recipient=recipient,
+            recipient_key_version=version,
+            encrypted_key=encrypted_key,
+            files=[(file.name, to_base64(salt)) for file, salt in zip(files, salts)],
+        ),
+    )
+    return Sealing(content_key, encrypted_key, version, signature, salts)
+
+
+def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None]) -> Iterator[bytes]:
+    """The file in chunks of FILE_CHUNK_BYTES; a file whose size changes fails with FILE_CHANGED."""
+
+    def changed() -> HandoffError:
+        return HandoffError(
+            "FILE_CHANGED", f"{path} changed size while it was being sent ({size} bytes when it started)"
+        )
+
+    with open(path, "rb", buffering=0) as file:
+        position = 0
+        while position < size:
+            chunk = file.read(min(FILE_CHUNK_BYTES, size - position))
+            if not chunk:
+                raise changed()
+            position += len(chunk)
+            on_bytes(position)
+            yield chunk
+        if file.read(1):
+            raise changed()
+
+
+def encrypted_file_chunks(
+    path: str, size: int, content_key: bytes, salt: bytes, on_bytes: Callable[[int], None]
+) -> Iterator[bytes]:
+    """The file encrypted as 5.3 while it is read: one joined piece per read, header first."""
+    encryptor = RecordEncryptor(content_key, salt)
+    pieces = [encryptor.header]
+    for chunk in read_file_chunks(path, size, on_bytes):
+        pieces.extend(encryptor.push(chunk))
+        yield b"".join(pieces)
+        pieces = []
+    pieces.append(encryptor.finish())
+    yield b"".join(pieces)
+
+
+@dataclass
+class Outgoing:
+    """One file as it goes out: opened afresh for each attempt, identical bytes each time."""
+
+    name: str
+    type: str
+    wire_size: int
+    encryption_iv: str | None
+    open: Callable[[], Iterator[bytes]]
+
+
+def outgoing(file: LocalFile, sealing: Sealing | None, index: int, progress: ProgressCallback | None) -> Outgoing:
+    salt = sealing.salts[index] if sealing else None
+
+    def on_bytes(done: int) -> None:
+        if progress is not None:
+            progress(file.name, done, file.size)
+
+    def open_file() -> Iterator[bytes]:
+        if sealing is None or salt is None:
+            return read_file_chunks(file.path, file.size, on_bytes)
+        # The same key and salt give the same bytes: a retried upload matches the signed list.
+        return encrypted_file_chunks(file.path, file.size, sealing.content_key, salt, on_bytes)
+
+    return Outgoing(
+        name=file.name,
+        type=file.type,
+        wire_size=encrypted_size(file.size) if sealing else file.size,
+        encryption_iv=to_base64(salt) if salt else None,
+        open=open_file,
+    )
+
+
+def transfer_fields(identity: Identity, options: SendOptions, mode: str, sealing: Sealing | None) -> dict[str, Any]:
+    """The fields both upload paths share, in the API's names and Node's order; None is left out."""
+    fields: dict[str, Any] = {
+        "mode": mode,
+        "sender": identity.agent_id,
+        "recipient": options.to,
+        "recipient_account": options.account,
+        "is_encrypted": sealing is not None,
+        "message": options.message,
+        "max_downloads": options.max_downloads,
+        "expires_in": options.expires_in,
+        "auto_delete": options.auto_delete,
+        "encrypted_key": sealing.encrypted_key if sealing else None,
+        "encryption_algorithm": ENCRYPTION_ALGORITHM if sealing else None,
+        "sender_signature": sealing.signature if sealing else None,
+        "recipient_key_version": sealing.recipient_key_version if sealing else None,
+    }
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _form_value(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _filename_parameter(name: str) -> str:
+    """Plain ASCII as a quoted string, anything else in RFC 5987 form (as the Node SDK writes)."""
+    if re.fullmatch(r"[\x20-\x7e]*", name) and not re.search(r'["\\]', name):
+        return f'filename="{name}"'
+    return "filename*=UTF-8''" + quote(name, safe="!~.-_")
+
+
+@dataclass
+class MultipartBody:
+    content_type: str
+    length: int
+    open: Callable[[], Iterator[bytes]]
+
+
+def multipart_body(fields: list[tuple[str, str]], files: list[Outgoing]) -> MultipartBody:
+    """multipart/form-data as a stream: text fields first, then one ``files`` part per file."""
+    boundary = f"----handoff-{secrets.token_hex(12)}"
+    field_bytes = b"".join(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        for name, value in fields
+    )
+    heads = [
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; {_filename_parameter(file.name)}\r\n'
+            f"Content-Type: {file.type}\r\n\r\n"
+        ).encode()
+        for file in files
+    ]
+    closing = f"--{boundary}--\r\n".encode()
+    length = len(field_bytes) + sum(len(h) + f.wire_size + 2 for h, f in zip(heads, files)) + len(closing)
+
+    def body() -> Iterator[bytes]:
+        yield field_bytes
+        for head, file in zip(heads, files):
+            yield head
+            yield from file.open()
+            yield b"\r\n"
+        yield closing
+
+    return MultipartBody(f"multipart/form-data; boundary={boundary}", length, body)
+
+
+def _send_multipart(settings: Settings, fields: dict[str, Any], files: list[Outgoing]) -> Generator[Effect, Outcome, Any]:
+    form = [(name, _form_value(value)) for name, value in fields.items()]
+    form.extend(("encryption_iv", file.encryption_iv) for file in files if file.encryption_iv)
+    body = multipart_body(form, files)
+    return (
+        yield from call(
+            RequestSpec(
+                "POST",
+                "/v1/transfers",
+                body=body.open,
+                headers={"content-type": body.content_type, "content-length": str(body.length)},
+            ),
+            settings,
+        )
+    )
+
+
+def _upload_presigned_file(settings: Settings, link: dict[str, Any], file: Outgoing) -> Generator[Effect, Outcome, None]:
+    """One file to its upload link. Resumable uploads (decisions 7.1, 7.2) slot in here."""
+    headers = {**link.get("headers", {}), "content-length": str(file.wire_size)}
+    method = "POST" if link.get("method") == "POST" else "PUT"
+    yield from request(RequestSpec(method, link["upload_url"], body=file.open, headers=headers), settings)
+
+
+def _send_presigned(settings: Settings, fields: dict[str, Any], files: list[Outgoing]) -> Generator[Effect, Outcome, Any]:
+    declared = [
+        {
+            "name": file.name,
+            "size": file.wire_size,
+            "content_type": file.type,
+            **({"encryption_iv": file.encryption_iv} if file.encryption_iv else {}),
+        }
+        for file in files
+    ]
+    created = yield from call(
+        RequestSpec("POST", "/v1/transfers/presigned", json={**fields, "files": declared}), settings
+    )
+    links = created.get("upload_urls") or []
+    for index, file in enumerate(files):
+        link = links[index] if index < len(links) else None
+        if link is None or link.get("file_name") != file.name:
+            raise HandoffError("UNEXPECTED_ANSWER", f"the server gave no upload link for {file.name}")
+        yield from _upload_presigned_file(settings, link, file)
+    # The API's own confirm path on our base URL: the API key goes to no other host.
+    return (yield from call(RequestSpec("POST", f"/v1/transfers/{created['id']}/confirm"), settings))
+
+
+def send_flow(
+    settings: Settings,
+    identity: Identity,
+    resolve: Resolver,
+    options: SendOptions,
+    presigned_threshold: int = PRESIGNED_THRESHOLD,
+) -> Generator[Effect, Outcome, Any]:
+    """Sends files; answers the transfer as the API returns it."""
+    if not options.paths:
+        raise HandoffError("NO_FILES", "send needs at least one file")
+    mode = "agent-to-human" if _EMAIL.match(options.to) else "agent-to-agent"
+    files = local_files(options.paths)
+    if not files:
+        raise HandoffError("NO_FILES", "the folders given hold no regular file to send")
+    sealing = None
+    if mode == "agent-to-agent" and not options.plain:
+        resolved = yield from resolve(options.to, options.account, options.accept_rotation)
+        sealing = seal(identity, options.to, resolved, files)
+    out = [outgoing(file, sealing, index, options.on_progress) for index, file in enumerate(files)]
+    fields = transfer_fields(identity, options, mode, sealing)
+    # Presigned transfers cannot go to people: the server must see those bytes to encrypt them at rest.
+    if mode == "agent-to-agent" and sum(file.wire_size for file in out) >= presigned_threshold:
+        return (yield from _send_presigned(settings, fields, out))
+    return (yield from _send_multipart(settings, fields, out))
