@@ -1,10 +1,11 @@
 import { createHash, type Hash, randomBytes } from "node:crypto";
-import { type Duplex, pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
+import { type Duplex, pipeline, type Readable, type Transform } from "node:stream";
 import type { Multipart } from "@fastify/multipart";
 import { encryptedSize } from "@handoff/sdk";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
 import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
-import { ByteCounter, STREAM_CHUNK } from "../../blobs/filesystem.js";
+import { ByteCounter } from "../../blobs/filesystem.js";
+import { HashTap } from "../../blobs/hash-tap.js";
 import { blobKey } from "../../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";
 import { fileTooLarge, HttpError, validationError } from "../../http/errors.js";
@@ -53,18 +54,6 @@ export interface UploadCaps {
  * content key, or null. It sees the fields sent before that file.
  */
 export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Uint8Array | null;
-
-/** Passes bytes on unchanged while feeding them to a hash: the upload's fingerprint. */
-class HashTap extends Transform {
-  constructor(private readonly hash: Hash) {
-    super({ highWaterMark: STREAM_CHUNK });
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    this.hash.update(chunk);
-    done(null, chunk);
-  }
-}
 
 /**
  * Stores one file part: as it comes, or encrypted by the server under `contentKey` (decisions
