@@ -149,6 +149,7 @@ export const presignedResponseSchema = z.object({
       file_id: z.string(),
       file_name: z.string(),
       upload_url: z.string(),
+      resumable_url: z.string(),
       method: z.literal("PUT"),
       headers: z.record(z.string(), z.string()),
     }),
