@@ -632,7 +632,15 @@ describe("POST /v1/transfers/presigned", () => {
     expect(Date.parse(body.expires_at)).toBeGreaterThan(t.service.clock.now().getTime());
     expect(body.upload_urls).toHaveLength(2);
     for (const [index, upload] of body.upload_urls.entries()) {
-      expect(Object.keys(upload).sort()).toEqual(["file_id", "file_name", "headers", "method", "upload_url"]);
+      expect(Object.keys(upload).sort()).toEqual([
+        "file_id",
+        "file_name",
+        "headers",
+        "method",
+        "resumable_url",
+        "upload_url",
+      ]);
+      expect(upload.resumable_url).toBe(upload.upload_url);
       expect(upload.file_name).toBe(["a.bin", "b.txt"][index]);
       expect(upload.method).toBe("PUT");
       expect(upload.upload_url.startsWith(`${base}/v1/uploads/`)).toBe(true);
