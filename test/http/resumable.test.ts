@@ -6,13 +6,7 @@ import { postgresServer } from "../support/databases.js";
 import { startS3Server, type TestS3Server } from "../support/s3-server.js";
 import { freePort } from "../support/server-process.js";
 import { advanceClock } from "./helpers.js";
-import { confirm, downloadOk, MiB, newParties, type PresignedBody, presignedOk } from "./transfer-helpers.js";
-
-interface ResumableItem {
-  file_id: string;
-  file_name: string;
-  resumable_url: string;
-}
+import { confirm, downloadOk, MiB, newParties, presignedOk } from "./transfer-helpers.js";
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 const TUS = { "tus-resumable": "1.0.0" };
@@ -94,7 +88,7 @@ for (const store of ["filesystem", "S3 (s3rver)"] as const) {
     });
 
     async function presigned(files: { name: string; size: number }[]) {
-      const body = (await presignedOk(t, apiKey, files)) as PresignedBody & { upload_urls: ResumableItem[] };
+      const body = await presignedOk(t, apiKey, files);
       return { id: body.id, items: body.upload_urls, expiresAt: body.expires_at };
     }
 
