@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_FILES_PER_TRANSFER } from "../../domain/file-names.js";
 import { TRANSFER_MODES } from "../../domain/transfer.js";
 import type { TransferIntent } from "../commands/transfers/intent.js";
 import { validationError } from "./errors.js";
@@ -85,7 +86,7 @@ export const presignedBodySchema = z.object({
       }),
     )
     .min(1)
-    .max(100),
+    .max(MAX_FILES_PER_TRANSFER),
   expires_in: expiresInSchema.default("24h"),
   max_downloads: z.number().int().min(1).max(1000).default(10),
   message: longTextSchema.optional(),

@@ -2,6 +2,7 @@ import { createHash, type Hash, randomBytes } from "node:crypto";
 import { type Duplex, pipeline, type Readable, type Transform } from "node:stream";
 import type { Multipart } from "@fastify/multipart";
 import { encryptedSize } from "@handoff/sdk";
+import { fileNameProblem, MAX_FILES_PER_TRANSFER } from "../../../domain/file-names.js";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
 import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
 import { ByteCounter } from "../../blobs/filesystem.js";
@@ -21,17 +22,10 @@ function randomId(length: number): string {
 export const newTransferId = () => `tr_${randomId(24)}`;
 export const newFileId = () => `f_${randomId(16)}`;
 
-/** Decisions 3.22: a file name is 1–255 bytes and never a path. */
+/** Decisions 3.22 and 7.3: a file name is a relative path of valid segments (domain/file-names.ts). */
 export function checkFileName(name: string, path: string): void {
-  if (
-    name.length === 0 ||
-    Buffer.byteLength(name) > 255 ||
-    /[/\\]/.test(name) ||
-    name === "." ||
-    name === ".."
-  ) {
-    throw validationError("a file name must be 1 to 255 bytes and never a path", path);
-  }
+  const problem = fileNameProblem(name);
+  if (problem) throw validationError(problem, path);
 }
 
 export interface ReceivedForm {
@@ -92,6 +86,8 @@ async function storeFile(
 /** Errors of the multipart parser are the client's: a malformed or over-limit body. */
 function clientError(error: unknown): unknown {
   const e = error as { code?: string; statusCode?: number; message?: string };
+  if (e.code === "FST_FILES_LIMIT")
+    return validationError(`a transfer holds at most ${MAX_FILES_PER_TRANSFER} files`, "files");
   if (e.code === "FST_REQ_FILE_TOO_LARGE" || e.statusCode === 413) {
     return new HttpError(413, "PAYLOAD_TOO_LARGE", e.message ?? "the form is too large");
   }
@@ -139,7 +135,6 @@ export async function receiveMultipart(
       }
       const path = `files[${files.length}]`;
       checkFileName(part.filename, path);
-      if (hasNul(part.filename)) throw validationError("a file name must not contain NUL characters", path);
       const fileId = newFileId();
       const maxBytes = uploadAllowance(
         caps.limits,
