@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { MAX_FILES_PER_TRANSFER } from "../../domain/file-names.js";
 import { TRANSFER_MODES } from "../../domain/transfer.js";
-import type { TransferIntent } from "../commands/transfers/intent.js";
+import type { TransferIntent } from "../command-handlers/transfers/intent.js";
 import { validationError } from "./errors.js";
 import { jsonProblem } from "./json-guard.js";
 import { longTextSchema, metadataSchema, timestamp } from "./schemas.js";
