@@ -4,7 +4,16 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   resolve: {
     // Tests run the SDK from its TypeScript sources, as tsc and tsx do (the "source" condition).
-    alias: { "@handoff/sdk": fileURLToPath(new URL("./packages/sdk/src/index.ts", import.meta.url)) },
+    alias: [
+      {
+        find: /^@handoff\/sdk$/,
+        replacement: fileURLToPath(new URL("./packages/sdk/src/index.ts", import.meta.url)),
+      },
+      {
+        find: /^@handoff\/sdk\/file-names$/,
+        replacement: fileURLToPath(new URL("./packages/sdk/src/file-names.ts", import.meta.url)),
+      },
+    ],
   },
   test: {
     include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],

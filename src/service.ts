@@ -39,6 +39,8 @@ export interface Service {
   blobs: BlobStore;
   /** The signed local URLs standing in for presigned ones; null when blobs live in S3. */
   localBlobUrls: LocalBlobUrls | null;
+  /** This service's signed upload links: the tus uploads' (decisions 7.1), with S3 too. */
+  uploadLinks: LocalBlobUrls;
   engine: ProjectionEngine;
   housekeeper: Housekeeper;
   mailer: Mailer;
@@ -77,7 +79,8 @@ const EMBEDDED_IDLE_POLL_MS = 5000;
 async function openBlobStore(
   config: Config,
   serverKey: Buffer,
-): Promise<{ blobs: BlobStore; localBlobUrls: LocalBlobUrls | null }> {
+): Promise<{ blobs: BlobStore; localBlobUrls: LocalBlobUrls | null; uploadLinks: LocalBlobUrls }> {
+  const uploadLinks = new LocalBlobUrls(new UrlTokens(serverKey), config.publicBaseUrl);
   if (config.s3) {
     const { S3BlobStore } = await import("./blobs/s3.js");
     const { bucket, endpoint, region, forcePathStyle } = config.s3;
@@ -86,11 +89,12 @@ async function openBlobStore(
       ...(endpoint ? { endpoint } : {}),
       ...(region ? { region } : {}),
       forcePathStyle,
+      uploadLinks,
     });
-    return { blobs, localBlobUrls: null };
+    return { blobs, localBlobUrls: null, uploadLinks };
   }
-  const localBlobUrls = new LocalBlobUrls(new UrlTokens(serverKey), config.publicBaseUrl);
-  return { blobs: new FileSystemBlobStore(join(config.dataDir, "blobs"), localBlobUrls), localBlobUrls };
+  const blobs = new FileSystemBlobStore(join(config.dataDir, "blobs"), uploadLinks);
+  return { blobs, localBlobUrls: uploadLinks, uploadLinks };
 }
 
 export async function openService(config: Config, options: ServiceOptions = {}): Promise<Service> {
@@ -114,7 +118,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);
   const opened = await openBlobStore(config, serverKey);
-  const { localBlobUrls } = opened;
+  const { localBlobUrls, uploadLinks } = opened;
   // Every reader and writer of file data goes through the metered store, so /metrics counts its bytes.
   const blobs = meteredBlobStore(opened.blobs);
   const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
@@ -166,6 +170,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     store,
     blobs,
     localBlobUrls,
+    uploadLinks,
     engine,
     housekeeper,
     mailer,

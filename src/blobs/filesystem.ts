@@ -28,6 +28,8 @@ import {
   type StoredGroup,
   type UploadUrlOptions,
 } from "./port.js";
+import { FileSystemResumableStore, RESUMABLE_DIR } from "./resumable/filesystem.js";
+import { ResumableUploads } from "./resumable/uploads.js";
 
 /**
  * Bytes moved per chunk along file streams. Fewer, larger buffers than Node's 16–64 KiB defaults
@@ -71,28 +73,39 @@ const SYNC_EVERY = 32 << 20;
  * SYNC_EVERY bytes a data sync runs beside the writes; the file is fsynced before the stream
  * finishes. The caller owns the handle (and closes it: closing waits for a sync still running).
  */
-class FileSink extends Writable {
+export class FileSink extends Writable {
   bytes = 0;
   private unsynced = 0;
   private syncing: Promise<void> | null = null;
   private syncError: Error | null = null;
+  private writing: Promise<void> = Promise.resolve();
 
+  /** `onSynced` hears how many bytes are on disk after each background sync (a resumable upload commits them). */
   constructor(
     private readonly file: FileHandle,
     private readonly maxBytes: number | null,
+    private readonly onSynced: ((bytes: number) => void) | null = null,
   ) {
     super({ highWaterMark: STREAM_CHUNK });
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.append([chunk]).then(() => callback(), callback);
+    this.writing = this.append([chunk]);
+    this.writing.then(() => callback(), callback);
   }
 
   override _writev(
     chunks: { chunk: Buffer; encoding: BufferEncoding }[],
     callback: (error?: Error | null) => void,
   ): void {
-    this.append(chunks.map(({ chunk }) => chunk)).then(() => callback(), callback);
+    this.writing = this.append(chunks.map(({ chunk }) => chunk));
+    this.writing.then(() => callback(), callback);
+  }
+
+  /** Waits for the write and the sync still running when the stream failed: the file then holds what was written. */
+  async idle(): Promise<void> {
+    await this.writing.catch(() => {});
+    await this.syncing;
   }
 
   override _final(callback: (error?: Error | null) => void): void {
@@ -114,9 +127,11 @@ class FileSink extends Writable {
     this.unsynced += length;
     if (this.unsynced >= SYNC_EVERY && !this.syncing) {
       this.unsynced = 0;
+      const written = this.bytes;
       this.syncing = this.file.datasync().then(
         () => {
           this.syncing = null;
+          this.onSynced?.(written);
         },
         (error: Error) => {
           this.syncing = null;
@@ -170,6 +185,7 @@ export class FileSystemBlobStore implements BlobStore {
   private readonly tempDir: string;
   /** The puts running now: temporary file → key. Never a crash's leftovers. */
   private readonly puts = new Map<string, string>();
+  readonly resumable: ResumableUploads;
 
   constructor(
     rootDir: string,
@@ -177,6 +193,7 @@ export class FileSystemBlobStore implements BlobStore {
   ) {
     this.root = resolve(rootDir);
     this.tempDir = join(this.root, TEMP_DIR);
+    this.resumable = new ResumableUploads(new FileSystemResumableStore(this.root, (key) => this.pathOf(key)));
   }
 
   async put(
@@ -266,6 +283,7 @@ export class FileSystemBlobStore implements BlobStore {
 
   async delete(keys: string[]): Promise<void> {
     const paths = keys.map((key) => this.pathOf(key));
+    await this.resumable.remove(keys);
     for (const path of paths) {
       await rm(path, { force: true });
       await this.removeEmptyParents(path);
@@ -339,7 +357,8 @@ export class FileSystemBlobStore implements BlobStore {
       isAbsolute(key) ||
       /[\\\0]/.test(key) ||
       segments.some((s) => s === "" || s === "." || s === "..") ||
-      segments[0] === TEMP_DIR
+      segments[0] === TEMP_DIR ||
+      segments[0] === RESUMABLE_DIR
     )
       throw new Error(`invalid blob key ${JSON.stringify(key)}`);
     const path = join(this.root, ...segments);

@@ -35,11 +35,8 @@ export class LocalBlobUrls {
       ct: options.contentType,
       exp: options.expiresAt.getTime(),
     };
-    return {
-      url: `${this.publicBaseUrl}/v1/uploads/${this.tokens.sign(claims)}`,
-      method: "PUT",
-      headers: { "content-type": options.contentType },
-    };
+    const url = `${this.publicBaseUrl}/v1/uploads/${this.tokens.sign(claims)}`;
+    return { url, method: "PUT", headers: { "content-type": options.contentType }, resumableUrl: url };
   }
 
   download(key: string, options: DownloadUrlOptions): string {
@@ -55,6 +52,15 @@ export class LocalBlobUrls {
 
   uploadClaims(token: string, now: Date): UploadClaims | null {
     const claims = this.tokens.verify<UploadClaims>(token, now);
+    return claims?.op === "put" ? claims : null;
+  }
+
+  /**
+   * The claims of a genuine upload token, expired or not (a tus client is told 410 for an expired
+   * upload, 404 for one that never was); null when forged or not an upload token.
+   */
+  uploadClaimsEvenExpired(token: string): UploadClaims | null {
+    const claims = this.tokens.verify<UploadClaims>(token, new Date(0));
     return claims?.op === "put" ? claims : null;
   }
 

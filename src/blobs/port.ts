@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { ResumableUploads } from "./resumable/uploads.js";
 
 /** Where file data lives: the local filesystem (embedded default) or S3. Contract: test/contract/blob-store.contract.ts. */
 export interface BlobStore {
@@ -23,8 +24,10 @@ export interface BlobStore {
   stat(key: string): Promise<{ size: number } | null>;
   /** Deletes blobs; missing ones are not an error. */
   delete(keys: string[]): Promise<void>;
-  /** Where a client may PUT this blob without credentials until `expiresAt`. */
+  /** Where a client may PUT this blob, or drive a tus upload of it, without credentials until `expiresAt`. */
   uploadUrl(key: string, options: UploadUrlOptions): Promise<PresignedRequest>;
+  /** The tus upload resources behind `resumableUrl` (decisions 7.1). */
+  readonly resumable: ResumableUploads;
   /** Where a client may GET this blob (honouring Range) without credentials until `expiresAt`. */
   downloadUrl(key: string, options: DownloadUrlOptions): Promise<string>;
   /** Answers when the store is reachable. */
@@ -84,6 +87,8 @@ export interface PresignedRequest {
   url: string;
   method: "PUT";
   headers: Record<string, string>;
+  /** This service's tus upload URL for the same blob: `url` itself without S3. */
+  resumableUrl: string;
 }
 
 export class BlobTooLargeError extends Error {

@@ -14,6 +14,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { attachment } from "./content-disposition.js";
 import { ByteCounter, checkRange } from "./filesystem.js";
+import type { LocalBlobUrls } from "./local-urls.js";
 import {
   BlobNotFoundError,
   type BlobStore,
@@ -23,6 +24,9 @@ import {
   type PresignedRequest,
   type UploadUrlOptions,
 } from "./port.js";
+import { S3ResumableStore } from "./resumable/s3.js";
+import { ResumableUploads } from "./resumable/uploads.js";
+import { isNotFound, statusOf } from "./s3-errors.js";
 
 export interface S3BlobStoreOptions {
   bucket: string;
@@ -33,6 +37,10 @@ export interface S3BlobStoreOptions {
   forcePathStyle?: boolean;
   /** Unset: the AWS default credential chain. */
   credentials?: S3ClientConfig["credentials"];
+  /** This service's signed upload links: the tus uploads (decisions 7.1) go through the service. */
+  uploadLinks: LocalBlobUrls;
+  /** Bytes per part of a tus upload's multipart upload (at least 5 MiB). */
+  resumablePartSize?: number;
 }
 
 /** Multipart upload: each part is buffered, so a put holds at most about (queueSize + 1) × partSize. */
@@ -50,9 +58,12 @@ const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 export class S3BlobStore implements BlobStore {
   readonly client: S3Client;
   private readonly bucket: string;
+  private readonly uploadLinks: LocalBlobUrls;
+  readonly resumable: ResumableUploads;
 
   constructor(options: S3BlobStoreOptions) {
     this.bucket = options.bucket;
+    this.uploadLinks = options.uploadLinks;
     this.client = new S3Client({
       region: options.region ?? (options.endpoint ? (process.env.AWS_REGION ?? "us-east-1") : undefined),
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
@@ -64,6 +75,9 @@ export class S3BlobStore implements BlobStore {
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
     });
+    this.resumable = new ResumableUploads(
+      new S3ResumableStore(this.client, this.bucket, options.resumablePartSize),
+    );
   }
 
   async put(
@@ -144,6 +158,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async delete(keys: string[]): Promise<void> {
+    await this.resumable.remove(keys);
     for (let i = 0; i < keys.length; i += DELETE_BATCH) {
       const batch = keys.slice(i, i + DELETE_BATCH);
       const result = await this.client.send(
@@ -178,7 +193,12 @@ export class S3BlobStore implements BlobStore {
         signableHeaders: new Set(["content-type", "content-length"]),
       },
     );
-    return { url, method: "PUT", headers: { "content-type": options.contentType } };
+    return {
+      url,
+      method: "PUT",
+      headers: { "content-type": options.contentType },
+      resumableUrl: this.uploadLinks.upload(key, options).url,
+    };
   }
 
   /** A presigned GET that makes S3 answer as an attachment named `fileName`; honours Range. */
@@ -208,13 +228,4 @@ export class S3BlobStore implements BlobStore {
 function secondsUntil(expiresAt: Date): number {
   const seconds = Math.ceil((expiresAt.getTime() - Date.now()) / 1000);
   return Math.min(Math.max(seconds, 1), MAX_PRESIGN_SECONDS);
-}
-
-function statusOf(error: unknown): number | undefined {
-  return (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-}
-
-function isNotFound(error: unknown): boolean {
-  const name = (error as { name?: string })?.name;
-  return name === "NoSuchKey" || name === "NotFound" || (statusOf(error) === 404 && name !== "NoSuchBucket");
 }

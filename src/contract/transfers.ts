@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_FILES_PER_TRANSFER } from "../../domain/file-names.js";
 import { type TransferStatus as DomainTransferStatus, TRANSFER_MODES } from "../../domain/transfer.js";
 import { byteCount, count, IdParams, longTextSchema, metadataSchema, named, timestamp } from "./common.js";
 import { operation, reply } from "./operation.js";
@@ -109,7 +110,7 @@ export const PresignedTransferRequest = named(
         }),
       )
       .min(1)
-      .max(100),
+      .max(MAX_FILES_PER_TRANSFER),
     expires_in: ExpiresIn.default("24h"),
     max_downloads: z.number().int().min(1).max(1000).default(10),
     message: longTextSchema.optional(),
@@ -243,6 +244,7 @@ export const PresignedTransfer = named(
         file_id: z.string(),
         file_name: z.string(),
         upload_url: z.string(),
+        resumable_url: z.string().describe("The same file as a tus 1.0.0 upload resource (decisions 7.1)"),
         method: z.literal("PUT"),
         headers: z.record(z.string(), z.string()).describe("Headers the upload must carry"),
       }),

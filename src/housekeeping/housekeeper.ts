@@ -64,7 +64,7 @@ export class Housekeeper {
       await changeTransfer(this.deps, transfer.id, { type: "MarkFilesDeleted" }, SYSTEM_ACTOR);
     }
     await this.activateMissed();
-    await this.pruneIdempotencyRecords();
+    await this.pruneExpired();
     return { expired: expiring.length, purged: purging.length };
   }
 
@@ -86,12 +86,16 @@ export class Housekeeper {
     }
   }
 
-  /** At most once per PRUNE_INTERVAL_MS: the records are many and nothing waits on them. */
-  private async pruneIdempotencyRecords(): Promise<void> {
+  /**
+   * Idempotency-Key records past their 24 hours and partial tus uploads whose link expired, at most
+   * once per PRUNE_INTERVAL_MS: both are many and nothing waits on them.
+   */
+  private async pruneExpired(): Promise<void> {
     const now = this.deps.clock.now();
     if (now.getTime() - this.prunedAt < PRUNE_INTERVAL_MS) return;
     this.prunedAt = now.getTime();
     await pruneIdempotencyRecords(this.deps.db, now);
+    await this.deps.blobs.resumable.purgeExpired(now);
   }
 
   /** Removes what a crash left in the blob store (src/housekeeping/leftovers.ts). */

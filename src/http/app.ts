@@ -27,6 +27,7 @@ import { healthRoutes } from "./routes/health.js";
 import { historyRoutes } from "./routes/history.js";
 import { humanRoutes } from "./routes/humans.js";
 import { profileRoutes } from "./routes/profile.js";
+import { resumableRoutes } from "./routes/resumable.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { registerSlowBodyGuard } from "./slow-bodies.js";
 import { defaultWebRoot, objectStoreOrigins, registerWebApp } from "./web-app.js";
@@ -106,6 +107,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(transferRoutes(context));
   await app.register(historyRoutes(context));
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
+  await app.register(resumableRoutes(context, service.uploadLinks));
   if (service.config.adminToken) await app.register(adminRoutes(context));
   await registerWebApp(app, {
     root: options.webRoot ?? defaultWebRoot(),

@@ -1,13 +1,14 @@
 import fastifyMultipart from "@fastify/multipart";
 import type { FastifyInstance } from "fastify";
+import { MAX_FILES_PER_TRANSFER } from "../../domain/file-names.js";
 import { STREAM_CHUNK } from "../blobs/filesystem.js";
 import { HttpError, validationError } from "./errors.js";
 
 /**
  * Multipart parsing for the one route that takes it (POST /v1/transfers); elsewhere such a body is
  * 415, like any non-JSON one. Sizes are enforced while streaming, against the plan (413
- * FILE_TOO_LARGE), not by the parser; file names keep their paths so that a path is refused,
- * never silently cut.
+ * FILE_TOO_LARGE), not by the parser; file names keep their paths: a folder's relative names
+ * arrive whole (decisions 7.3), and a bad one is refused, never silently cut.
  */
 export async function acceptMultipart(scope: FastifyInstance): Promise<void> {
   await scope.register(fastifyMultipart, {
@@ -16,10 +17,11 @@ export async function acceptMultipart(scope: FastifyInstance): Promise<void> {
     highWaterMark: STREAM_CHUNK,
     limits: {
       fileSize: Number.MAX_SAFE_INTEGER,
-      files: 100,
-      fields: 50,
+      files: MAX_FILES_PER_TRANSFER,
+      // The transfer's own fields, and an encryption_iv per file.
+      fields: 50 + MAX_FILES_PER_TRANSFER,
       fieldSize: 64 * 1024,
-      parts: 200,
+      parts: 50 + 2 * MAX_FILES_PER_TRANSFER,
     },
   });
 }
@@ -30,6 +32,8 @@ export async function acceptMultipart(scope: FastifyInstance): Promise<void> {
  */
 export function multipartClientError(error: unknown): unknown {
   const e = error as { code?: string; statusCode?: number; message?: string };
+  if (e.code === "FST_FILES_LIMIT")
+    return validationError(`a transfer holds at most ${MAX_FILES_PER_TRANSFER} files`, "files");
   if (e.code === "FST_REQ_FILE_TOO_LARGE" || e.statusCode === 413) {
     return new HttpError(413, "PAYLOAD_TOO_LARGE", e.message ?? "the form is too large");
   }

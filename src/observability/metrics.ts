@@ -103,6 +103,7 @@ export function meteredBlobStore(store: BlobStore): BlobStore {
     stat: (key) => store.stat(key),
     delete: (keys) => store.delete(keys),
     uploadUrl: (key, options) => store.uploadUrl(key, options),
+    resumable: store.resumable,
     downloadUrl: (key, options) => store.downloadUrl(key, options),
     ping: () => store.ping(),
     // The crash-leftover sweep works on the store underneath: nothing it touches is transferred.

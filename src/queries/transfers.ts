@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import {
   EXPIRING_STATUSES,
+  statusAt,
   type TransferEncryption,
   type TransferFile,
   type TransferMode,
@@ -87,6 +88,18 @@ function received(q: Knex.QueryBuilder, accountId: string, person: Addressee | n
 export async function findTransfer(db: Knex, id: string): Promise<TransferRow | undefined> {
   if (!isTransferId(id)) return undefined;
   return db<TransferRow>("transfers").where({ id }).first();
+}
+
+/** The status a presigned transfer has now, as a reader sees it: uploads are taken while `pending`. */
+export async function uploadableStatus(
+  db: Knex,
+  transferId: string,
+  now: Date,
+): Promise<TransferStatus | undefined> {
+  const transfer = await findTransfer(db, transferId);
+  return (
+    transfer && statusAt(transfer.status, new Date(transfer.expires_at).toISOString(), now.toISOString())
+  );
 }
 
 export interface TransferListQuery {

@@ -33,11 +33,12 @@ function onFileSystem(): { subject: BlobStoreUnderTest; root: string } {
 }
 
 function onS3(
-  options: S3BlobStoreOptions,
+  options: Omit<S3BlobStoreOptions, "uploadLinks">,
   canListUploads: boolean,
   stop: () => Promise<void>,
 ): BlobStoreUnderTest {
-  const store = new S3BlobStore(options);
+  const uploadLinks = new LocalBlobUrls(new UrlTokens(randomBytes(32)), BASE_URL);
+  const store = new S3BlobStore({ ...options, uploadLinks });
   return {
     store,
     urls: { kind: "presigned" },

@@ -61,6 +61,7 @@ export interface PresignedBody {
     file_id: string;
     file_name: string;
     upload_url: string;
+    resumable_url: string;
     method: string;
     headers: Record<string, string>;
   }[];

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type FileHandle, link, mkdir, open, rename, rm } from "node:fs/promises";
+import { type FileHandle, link, lstat, mkdir, open, rename, rm, rmdir } from "node:fs/promises";
 import { extname, join, resolve as resolvePath } from "node:path";
 import {
   fromBase64,
@@ -10,6 +10,7 @@ import {
   verifyTransfer,
 } from "./crypto/index.js";
 import { HandoffApiError, HandoffError, HandoffTransferError } from "./errors.js";
+import { fileNameProblem, segmentsOf } from "./file-names.js";
 import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import { nodeAesGcm } from "./node-aes-gcm.js";
@@ -54,22 +55,18 @@ export interface ReceiveContext {
   resolve(agent: string, options: { account?: string; acceptRotation?: boolean }): Promise<ResolvedAgent>;
 }
 
-const MAX_NAME_BYTES = 255;
-
-/** A name from the server used as a file name in outDir: never a path, never outside it. */
+/**
+ * A name from the server used as a path in outDir (decisions 7.3): a relative path of plain
+ * segments, never absolute, never climbing out; on Windows also without the characters it forbids.
+ */
 function checkName(name: string, transferId: string): void {
-  const unsafe =
-    name === "" ||
-    name === "." ||
-    name === ".." ||
-    Buffer.byteLength(name) > MAX_NAME_BYTES ||
-    /[/\\]/.test(name) ||
-    name.includes("\u0000") ||
-    (process.platform === "win32" && /[:<>"|?*]/.test(name));
-  if (unsafe) {
+  const problem =
+    fileNameProblem(name) ??
+    (process.platform === "win32" && /[:<>"|?*]/.test(name) ? "it holds a character Windows forbids" : null);
+  if (problem) {
     throw new HandoffTransferError(
       "UNSAFE_FILE_NAME",
-      `transfer ${transferId} names a file ${JSON.stringify(name)}, which is not a plain file name`,
+      `transfer ${transferId} names a file ${JSON.stringify(name)}, which is not a safe relative path: ${problem}`,
       transferId,
     );
   }
@@ -215,10 +212,37 @@ function candidateName(name: string, attempt: number): string {
   return `${stem} (${attempt})${extension && extension !== name ? extension : ""}`;
 }
 
-/** Moves a finished temporary file to its final name without replacing anything there. */
-async function placeFile(temp: string, outDir: string, name: string): Promise<string> {
+/**
+ * The folder of `name` inside outDir, made one level at a time. A level that exists must be a real
+ * folder: a symbolic link, a file or a device there is refused, never followed, so nothing lands
+ * outside outDir. Folders it makes are added to `made` (removed again on failure).
+ */
+async function folderOf(outDir: string, name: string, made: string[], transferId: string): Promise<string> {
+  let folder = outDir;
+  for (const segment of segmentsOf(name).slice(0, -1)) {
+    folder = join(folder, segment);
+    try {
+      await mkdir(folder);
+      made.push(folder);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      if (!(await lstat(folder)).isDirectory()) {
+        throw new HandoffTransferError(
+          "UNSAFE_FILE_NAME",
+          `transfer ${transferId} names a file under ${folder}, which exists and is not a folder (a link is never followed)`,
+          transferId,
+        );
+      }
+    }
+  }
+  return folder;
+}
+
+/** Moves a finished temporary file to its final name, in its folder, without replacing anything there. */
+async function placeFile(temp: string, folder: string, name: string): Promise<string> {
+  const leaf = segmentsOf(name).at(-1) ?? name;
   for (let attempt = 0; attempt < 1000; attempt++) {
-    const target = join(outDir, candidateName(name, attempt));
+    const target = join(folder, candidateName(leaf, attempt));
     try {
       await link(temp, target);
       await rm(temp, { force: true });
@@ -234,7 +258,7 @@ async function placeFile(temp: string, outDir: string, name: string): Promise<st
       throw error;
     }
   }
-  throw new HandoffError("NO_FREE_NAME", `no free file name for ${name} in ${outDir}`);
+  throw new HandoffError("NO_FREE_NAME", `no free file name for ${name} in ${folder}`);
 }
 
 /** The sender's keys, pinned; on a slug several connected accounts use, the one that sent it. */
@@ -403,6 +427,7 @@ export async function receive(
   const pending: Pending[] = [];
   const results: ReceivedFile[] = [];
   const placed: string[] = [];
+  const madeFolders: string[] = [];
   let temp: string | null = null;
   try {
     for (const [index, served] of download.files.entries()) {
@@ -439,12 +464,14 @@ export async function receive(
       temp = null;
     }
     for (const item of pending) {
-      item.file.path = await placeFile(item.temp, outDir, item.file.name);
+      const folder = await folderOf(outDir, item.file.name, madeFolders, transfer.id);
+      item.file.path = await placeFile(item.temp, folder, item.file.name);
       placed.push(item.file.path);
     }
   } catch (error) {
     const leftovers = [...(temp ? [temp] : []), ...pending.map((item) => item.temp), ...placed];
     await Promise.all(leftovers.map((path) => rm(path, { force: true })));
+    for (const folder of madeFolders.reverse()) await rmdir(folder).catch(() => {});
     throw error;
   }
   return { transfer_id: transfer.id, files: results };

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { stat } from "node:fs/promises";
-import { basename } from "node:path";
+import { lstat, readdir, stat } from "node:fs/promises";
+import { basename, join } from "node:path";
 import mime from "mime";
 import {
   encryptedSize,
@@ -13,6 +13,7 @@ import {
 } from "./crypto/index.js";
 import { encryptedFileBatches } from "./encrypted-file.js";
 import { HandoffError } from "./errors.js";
+import { fileNameProblem, MAX_FILES_PER_TRANSFER } from "./file-names.js";
 import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import { multipartBody } from "./multipart.js";
@@ -30,6 +31,7 @@ export interface Progress {
 export interface SendOptions {
   /** An agent slug (or UUID), or an e-mail address for agent-to-human. */
   to: string;
+  /** Files, and folders whose regular files go with names relative to the folder's parent (7.3). */
   paths: string[];
   /** Picks the recipient's account when its slug is on several (AMBIGUOUS_RECIPIENT). */
   account?: string;
@@ -77,7 +79,6 @@ interface Sealing {
 }
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
-const MAX_NAME_BYTES = 255;
 
 interface LocalFile {
   path: string;
@@ -86,19 +87,40 @@ interface LocalFile {
   size: number;
 }
 
-async function localFile(path: string): Promise<LocalFile> {
+/** A path to send: a file, or a folder whose regular files go with their relative names (7.3). */
+async function localFiles(path: string): Promise<LocalFile[]> {
   let info: Awaited<ReturnType<typeof stat>>;
   try {
     info = await stat(path);
   } catch (error) {
     throw new HandoffError("FILE_NOT_FOUND", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code}`);
   }
+  if (info.isDirectory()) return folderFiles(path, basename(path));
   if (!info.isFile()) throw new HandoffError("NOT_A_FILE", `${path} is not a regular file`);
-  const name = basename(path);
-  if (Buffer.byteLength(name) > MAX_NAME_BYTES) {
-    throw new HandoffError("INVALID_FILE_NAME", `the name of ${path} is over ${MAX_NAME_BYTES} bytes`);
+  return [localFile(path, basename(path), info.size)];
+}
+
+/**
+ * The regular files under a folder, hidden ones included, named relative to the folder's parent
+ * (`DIR/a/b.txt`), in name order. Symbolic links are skipped, never followed, and so are devices,
+ * sockets and pipes.
+ */
+async function folderFiles(dir: string, name: string): Promise<LocalFile[]> {
+  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  const files: LocalFile[] = [];
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) files.push(...(await folderFiles(path, `${name}/${entry.name}`)));
+    else if (entry.isFile()) files.push(localFile(path, `${name}/${entry.name}`, (await lstat(path)).size));
   }
-  return { path, name, type: mime.getType(name) ?? "application/octet-stream", size: info.size };
+  return files;
+}
+
+function localFile(path: string, name: string, size: number): LocalFile {
+  const problem = fileNameProblem(name);
+  if (problem)
+    throw new HandoffError("INVALID_FILE_NAME", `cannot send ${path} as ${JSON.stringify(name)}: ${problem}`);
+  return { path, name, type: mime.getType(name) ?? "application/octet-stream", size };
 }
 
 async function seal(context: SendContext, options: SendOptions, files: LocalFile[]): Promise<Sealing> {
@@ -233,7 +255,13 @@ async function sendPresigned(transport: Transport, fields: Fields, files: Outgoi
 export async function send(context: SendContext, options: SendOptions): Promise<Transfer> {
   if (options.paths.length === 0) throw new HandoffError("NO_FILES", "send needs at least one file");
   const mode: TransferMode = EMAIL.test(options.to) ? "agent-to-human" : "agent-to-agent";
-  const files = await Promise.all(options.paths.map(localFile));
+  const files = (await Promise.all(options.paths.map(localFiles))).flat();
+  if (files.length === 0) throw new HandoffError("NO_FILES", "the folders given hold no regular file");
+  if (files.length > MAX_FILES_PER_TRANSFER)
+    throw new HandoffError(
+      "TOO_MANY_FILES",
+      `a transfer holds at most ${MAX_FILES_PER_TRANSFER} files, not ${files.length}`,
+    );
   const sealing = mode === "agent-to-agent" && !options.plain ? await seal(context, options, files) : null;
   const out = files.map((file, index) => outgoing(file, sealing, index, options));
   const fields = transferFields(context, options, mode, sealing);

@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -25,6 +26,7 @@ describe("receive against a server that lies about file names", () => {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify(body));
       };
+      if (req.url === "/blob") return res.end("x");
       if (req.url?.endsWith("/download")) {
         downloads.push(req.url);
         return json({
@@ -60,22 +62,50 @@ describe("receive against a server that lies about file names", () => {
 
   const client = () => new HandoffClient({ baseUrl, apiKey: "hnd_test", identity: createIdentity("bob") });
 
-  it.each(["../escape.txt", "/etc/passwd", "sub/dir.txt", "back\\slash.txt", "..", ""])(
-    "refuses the listed name %j before the download is counted",
-    async (name) => {
-      listed = [name];
-      served = [name];
-      downloads.length = 0;
-      const outDir = join(dir.path, "names");
-      const error = await client()
-        .receive("tr_lie", { outDir })
-        .catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(HandoffTransferError);
-      expect(error).toMatchObject({ code: "UNSAFE_FILE_NAME", transferId: "tr_lie" });
-      expect(downloads).toEqual([]);
-      expect(entries(outDir)).toEqual([]);
-    },
-  );
+  it.each([
+    "../escape.txt",
+    "/etc/passwd",
+    "sub/../../escape.txt",
+    "sub//x.txt",
+    "sub/./x.txt",
+    "sub/",
+    "back\\slash.txt",
+    "c1\u0085control.txt",
+    "..",
+    "",
+  ])("refuses the listed name %j before the download is counted", async (name) => {
+    listed = [name];
+    served = [name];
+    downloads.length = 0;
+    const outDir = join(dir.path, "names");
+    const error = await client()
+      .receive("tr_lie", { outDir })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HandoffTransferError);
+    expect(error).toMatchObject({ code: "UNSAFE_FILE_NAME", transferId: "tr_lie" });
+    expect(downloads).toEqual([]);
+    expect(entries(outDir)).toEqual([]);
+  });
+
+  it("writes a folder's file inside outDir, and never follows a link planted where a folder would be", async () => {
+    const outDir = join(dir.path, "folders");
+    listed = ["sub/deeper/x.txt"];
+    served = listed;
+    const received = await client().receive("tr_lie", { outDir, shield: "off" });
+    expect(received.files[0]?.path).toBe(join(outDir, "sub", "deeper", "x.txt"));
+    expect(readFileSync(join(outDir, "sub", "deeper", "x.txt"), "utf8")).toBe("x");
+
+    const outside = join(dir.path, "outside");
+    mkdirSync(outside);
+    symlinkSync(outside, join(outDir, "link"));
+    listed = ["link/x.txt"];
+    served = listed;
+    const error = await client()
+      .receive("tr_lie", { outDir, shield: "off" })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "UNSAFE_FILE_NAME" });
+    expect(entries(outside)).toEqual([]);
+  });
 
   it("refuses a download that serves other files than the transfer lists", async () => {
     listed = ["report.txt"];

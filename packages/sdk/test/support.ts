@@ -22,11 +22,14 @@ export interface LiveServer {
   close(): Promise<void>;
 }
 
-export async function startLiveServer(env: Record<string, string> = {}): Promise<LiveServer> {
+export async function startLiveServer(
+  env: Record<string, string> = {},
+  database: "pglite" | "postgres" = "pglite",
+): Promise<LiveServer> {
   // The links the API hands out name PUBLIC_BASE_URL, so the server listens where that says.
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const t = await startTestApp({ env: { PUBLIC_BASE_URL: baseUrl, ...env } });
+  const t = await startTestApp({ database, env: { PUBLIC_BASE_URL: baseUrl, ...env } });
   await t.app.listen({ port, host: "127.0.0.1" });
   return { t, baseUrl, close: () => t.close() };
 }
@@ -45,11 +48,13 @@ export interface AliceAndBob {
  * Call inside `describe`: before the block's tests, starts the service and registers the agents
  * alice and bob (clients made with `client` options) on a team account; after them, stops it all.
  */
-export function aliceAndBob(options: { client?: Partial<HandoffClientOptions> } = {}): AliceAndBob {
+export function aliceAndBob(
+  options: { client?: Partial<HandoffClientOptions>; database?: "pglite" | "postgres" } = {},
+): AliceAndBob {
   const dir = tempDir();
   const world = { dir: dir.path } as AliceAndBob;
   beforeAll(async () => {
-    world.server = await startLiveServer();
+    world.server = await startLiveServer({}, options.database);
     ({ apiKey: world.apiKey } = await world.server.t.newAccount("team"));
     world.alice = await newAgent(world.server, world.apiKey, "alice", options.client);
     world.bob = await newAgent(world.server, world.apiKey, "bob", options.client);

@@ -47,7 +47,12 @@ export function handoffMcpServer({ client, shield, downloadsDir }: McpOptions): 
         "Send files to an agent (its slug) or a person (an e-mail address), encrypted end to end and signed. Returns the transfer.",
       inputSchema: {
         to: z.string().min(1).describe("recipient: an agent slug, or an e-mail address for a person"),
-        paths: z.array(absolutePath).min(1).describe("absolute paths of the files to send"),
+        paths: z
+          .array(absolutePath)
+          .min(1)
+          .describe(
+            "absolute paths of the files (or folders: their regular files go, named relative to the folder's parent) to send",
+          ),
         message: z.string().optional(),
         max_downloads: z.number().int().min(1).max(1000).optional(),
         expires_in: z.string().optional().describe('how long the transfer lives, e.g. "1h", "24h", "7d"'),

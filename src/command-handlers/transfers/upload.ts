@@ -1,10 +1,12 @@
 import { createHash, type Hash, randomBytes } from "node:crypto";
-import { type Duplex, pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
+import { type Duplex, pipeline, type Readable, type Transform } from "node:stream";
 import { encryptedSize } from "@handoff/sdk";
 import { refuse } from "../../../domain/decider.js";
+import { fileNameProblem } from "../../../domain/file-names.js";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
 import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
-import { ByteCounter, STREAM_CHUNK } from "../../blobs/filesystem.js";
+import { ByteCounter } from "../../blobs/filesystem.js";
+import { HashTap } from "../../blobs/hash-tap.js";
 import { blobKey } from "../../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";
 import { encryptingStage } from "../../security/at-rest.js";
@@ -19,17 +21,10 @@ function randomId(length: number): string {
 export const newTransferId = () => `tr_${randomId(24)}`;
 export const newFileId = () => `f_${randomId(16)}`;
 
-/** Decisions 3.22: a file name is 1–255 bytes and never a path. */
+/** Decisions 3.22 and 7.3: a file name is a relative path of valid segments (domain/file-names.ts). */
 export function checkFileName(name: string, path: string): void {
-  if (
-    name.length === 0 ||
-    Buffer.byteLength(name) > 255 ||
-    /[/\\]/.test(name) ||
-    name === "." ||
-    name === ".."
-  ) {
-    throw refuse("INVALID", "a file name must be 1 to 255 bytes and never a path", path);
-  }
+  const problem = fileNameProblem(name);
+  if (problem) throw refuse("INVALID", problem, path);
 }
 
 /** One part of a multipart form, as the edge's parser hands it over. */
@@ -57,18 +52,6 @@ export interface UploadCaps {
  * content key, or null. It sees the fields sent before that file.
  */
 export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Uint8Array | null;
-
-/** Passes bytes on unchanged while feeding them to a hash: the upload's fingerprint. */
-class HashTap extends Transform {
-  constructor(private readonly hash: Hash) {
-    super({ highWaterMark: STREAM_CHUNK });
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    this.hash.update(chunk);
-    done(null, chunk);
-  }
-}
 
 /**
  * Stores one file part: as it comes, or encrypted by the server under `contentKey` (decisions
@@ -142,7 +125,6 @@ export async function receiveMultipart(
       }
       const path = `files[${files.length}]`;
       checkFileName(part.filename, path);
-      if (hasNul(part.filename)) throw refuse("INVALID", "a file name must not contain NUL characters", path);
       const fileId = newFileId();
       const maxBytes = uploadAllowance(
         caps.limits,

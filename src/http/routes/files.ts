@@ -7,7 +7,7 @@ import { BlobNotFoundError, BlobTooLargeError } from "../../blobs/port.js";
 import { loadTransfer } from "../../command-handlers/transfers/record.js";
 import * as api from "../../contract/transfers.js";
 import { isMediaType } from "../../contract/transfers.js";
-import { findTransfer } from "../../queries/transfers.js";
+import { uploadableStatus } from "../../queries/transfers.js";
 import { fileTooLarge, HttpError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
@@ -51,14 +51,7 @@ export function parseRange(
 export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): FastifyPluginAsync {
   const { db, blobs, clock } = service;
 
-  /** The status a presigned transfer has now, as a reader sees it. */
-  async function uploadableStatus(transferId: string) {
-    const transfer = await findTransfer(db, transferId);
-    return (
-      transfer &&
-      statusAt(transfer.status, new Date(transfer.expires_at).toISOString(), clock.now().toISOString())
-    );
-  }
+  const uploadable = (transferId: string) => uploadableStatus(db, transferId, clock.now());
 
   /**
    * Whether a transfer's files may be fetched now, read from its stream so that a DELETE or an
@@ -86,7 +79,7 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
         const claims = urls.uploadClaims(request.params.token, clock.now());
         if (!claims) throw invalidLink();
         const [, transferId = "", fileId = ""] = claims.key.split("/");
-        if ((await uploadableStatus(transferId)) !== "pending") {
+        if ((await uploadable(transferId)) !== "pending") {
           reply.header("connection", "close");
           throw gone();
         }
@@ -96,7 +89,7 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
             contentType: claims.ct,
           });
           // Deleted or expired while the bytes were arriving: its data must not outlive it.
-          if ((await uploadableStatus(transferId)) !== "pending") {
+          if ((await uploadable(transferId)) !== "pending") {
             await blobs.delete([claims.key]);
             throw gone();
           }

@@ -114,6 +114,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
             file_id: file.fileId,
             file_name: file.name,
             upload_url: link.url,
+            resumable_url: link.resumableUrl,
             method: link.method,
             headers: link.headers,
           })),

@@ -1,0 +1,244 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { LocalBlobUrls, UploadClaims } from "../../blobs/local-urls.js";
+import { BlobTooLargeError } from "../../blobs/port.js";
+import {
+  CHECKSUM_ALGORITHMS,
+  type ChecksumAlgorithm,
+  ChecksumMismatchError,
+  type DeclaredChecksum,
+  OffsetMismatchError,
+  UploadLockedError,
+  type UploadTarget,
+  UploadTerminatedError,
+} from "../../blobs/resumable/port.js";
+import { ErrorBody } from "../../contract/common.js";
+import { uploadableStatus } from "../../queries/transfers.js";
+import { fileTooLarge, HttpError, validationError } from "../errors.js";
+import type { RouteContext } from "../route-context.js";
+
+const TUS_VERSION = "1.0.0";
+const TUS_EXTENSIONS = "expiration,checksum,termination";
+const OFFSET_STREAM = "application/offset+octet-stream";
+const NONE = { auth: "none" as const };
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, ErrorBody]));
+const tokenParams = z.object({ token: z.string().max(4096) });
+
+const noSuchUpload = () =>
+  new HttpError(404, "NOT_FOUND", "no such upload: the link is invalid or the upload was terminated");
+const expired = () => new HttpError(410, "GONE", "this upload link has expired");
+const closed = () => new HttpError(410, "GONE", "this transfer no longer takes uploads");
+
+/** `Upload-Offset` and the like: a non-negative decimal integer, nothing else. */
+function headerInteger(value: string | string[] | undefined, name: string): number | null {
+  if (value === undefined) return null;
+  if (typeof value !== "string" || !/^\d{1,16}$/.test(value) || !Number.isSafeInteger(Number(value)))
+    throw validationError(`${name} must be a non-negative integer`, `headers.${name.toLowerCase()}`);
+  return Number(value);
+}
+
+/** `Upload-Checksum: <algorithm> <base64 digest>` (tus checksum extension). */
+function declaredChecksum(value: string | string[] | undefined): DeclaredChecksum | null {
+  if (value === undefined) return null;
+  const [algorithm = "", encoded = "", ...rest] = typeof value === "string" ? value.trim().split(/ +/) : [];
+  if (!CHECKSUM_ALGORITHMS.includes(algorithm as ChecksumAlgorithm))
+    throw validationError(
+      `Upload-Checksum must name one of ${CHECKSUM_ALGORITHMS.join(", ")}`,
+      "headers.upload-checksum",
+    );
+  const digest = Buffer.from(encoded, "base64");
+  if (rest.length > 0 || encoded === "" || digest.toString("base64") !== encoded)
+    throw validationError(
+      "Upload-Checksum must be the algorithm, a space and the base64 digest",
+      "headers.upload-checksum",
+    );
+  return { algorithm: algorithm as ChecksumAlgorithm, digest };
+}
+
+/**
+ * Decisions 7.1: `{PUBLIC_BASE_URL}/v1/uploads/{token}` is also a tus 1.0.0 upload resource (core,
+ * expiration, checksum, termination), with the local filesystem store or S3 behind it. The token
+ * is the presigned upload capability; the presigned create declared the file, so there is no
+ * creation step. docs/resumable.md.
+ */
+export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls): FastifyPluginAsync {
+  const { db, blobs, clock } = service;
+
+  /** The upload a token names, or the tus answer for one that names none (404) or expired (410). */
+  function targetOf(token: string): UploadTarget {
+    const claims = links.uploadClaimsEvenExpired(token);
+    if (!claims) throw noSuchUpload();
+    if (claims.exp <= clock.now().getTime()) throw expired();
+    return targetFrom(claims);
+  }
+
+  const transferOf = (target: UploadTarget) => target.key.split("/")[1] ?? "";
+
+  /** Uploads end with the transfer's `pending` state (confirm, delete, expiry). */
+  async function requirePending(target: UploadTarget): Promise<void> {
+    if ((await uploadableStatus(db, transferOf(target), clock.now())) !== "pending") throw closed();
+  }
+
+  function requireTus(request: FastifyRequest): void {
+    if (request.headers["tus-resumable"] !== TUS_VERSION)
+      throw new HttpError(
+        412,
+        "PRECONDITION_FAILED",
+        `this server speaks tus ${TUS_VERSION}: send Tus-Resumable: ${TUS_VERSION}`,
+      );
+  }
+
+  /** An answer that leaves the body unread closes the connection rather than read it. */
+  function refuseUnread(reply: FastifyReply, error: HttpError): never {
+    reply.header("connection", "close");
+    throw error;
+  }
+
+  function tusError(error: unknown, reply: FastifyReply): never {
+    if (error instanceof OffsetMismatchError)
+      refuseUnread(
+        reply.header("upload-offset", error.offset),
+        new HttpError(409, "OFFSET_MISMATCH", `the upload is at offset ${error.offset}: resume from there`),
+      );
+    if (error instanceof ChecksumMismatchError)
+      throw new HttpError(460, "CHECKSUM_MISMATCH", `${error.message}: nothing of this request was kept`);
+    if (error instanceof BlobTooLargeError)
+      refuseUnread(
+        reply,
+        fileTooLarge(`the upload would be larger than the declared ${error.maxBytes} bytes`),
+      );
+    if (error instanceof UploadTerminatedError) throw noSuchUpload();
+    if (error instanceof UploadLockedError)
+      throw new HttpError(423, "UPLOAD_LOCKED", "another request is writing this upload: retry shortly");
+    throw error;
+  }
+
+  return async (app) => {
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser("*", (_request, _payload, done) => done(null));
+    app.addHook("onSend", async (_request, reply) => {
+      reply.header("tus-resumable", TUS_VERSION);
+    });
+    const routes = app.withTypeProvider<ZodTypeProvider>();
+
+    routes.route({
+      method: "OPTIONS",
+      url: "/v1/uploads/:token",
+      config: NONE,
+      schema: { tags: ["uploads"], summary: "tus: what this upload resource supports", params: tokenParams },
+      handler: async (request, reply) => {
+        const target = targetOf(request.params.token);
+        return reply
+          .status(204)
+          .header("tus-version", TUS_VERSION)
+          .header("tus-extension", TUS_EXTENSIONS)
+          .header("tus-max-size", target.length)
+          .header("tus-checksum-algorithm", CHECKSUM_ALGORITHMS.join(","))
+          .send();
+      },
+    });
+
+    routes.route({
+      method: "HEAD",
+      url: "/v1/uploads/:token",
+      config: NONE,
+      schema: {
+        tags: ["uploads"],
+        summary: "tus: the upload's offset (how many bytes are stored), length and expiry",
+        params: tokenParams,
+      },
+      handler: async (request, reply) => {
+        requireTus(request);
+        const target = targetOf(request.params.token);
+        await requirePending(target);
+        const offset = await blobs.resumable.offset(target).catch((error) => tusError(error, reply));
+        if (offset === "terminated") throw noSuchUpload();
+        return reply
+          .status(200)
+          .header("upload-offset", offset)
+          .header("upload-length", target.length)
+          .header("upload-expires", target.expiresAt.toUTCString())
+          .header("cache-control", "no-store")
+          .send();
+      },
+    });
+
+    routes.route({
+      method: "PATCH",
+      url: "/v1/uploads/:token",
+      config: NONE,
+      schema: {
+        tags: ["uploads"],
+        summary: "tus: append bytes at Upload-Offset (Content-Type: application/offset+octet-stream)",
+        params: tokenParams,
+        response: {
+          204: z.null().describe("appended"),
+          ...errors(400, 404, 409, 410, 412, 413, 415, 423, 460),
+        },
+      },
+      handler: async (request, reply) => {
+        requireTus(request);
+        const target = targetOf(request.params.token);
+        if (request.headers["content-type"]?.split(";")[0]?.trim().toLowerCase() !== OFFSET_STREAM)
+          refuseUnread(
+            reply,
+            new HttpError(415, "UNSUPPORTED_MEDIA_TYPE", `a PATCH body is ${OFFSET_STREAM}`),
+          );
+        const offset = headerInteger(request.headers["upload-offset"], "Upload-Offset");
+        if (offset === null) throw validationError("Upload-Offset is required", "headers.upload-offset");
+        const checksum = declaredChecksum(request.headers["upload-checksum"]);
+        const length = headerInteger(request.headers["content-length"], "Content-Length");
+        if (length !== null && offset + length > target.length)
+          refuseUnread(
+            reply,
+            fileTooLarge(`the upload would be larger than the declared ${target.length} bytes`),
+          );
+        await requirePending(target);
+        const body = request.raw;
+        const newOffset = await blobs.resumable
+          .append(target, { offset, body, checksum, interimCommits: !checksum && length !== null }, () =>
+            body.destroy(),
+          )
+          .catch((error) => tusError(error, reply));
+        // Deleted or expired while the bytes were arriving: its data must not outlive it.
+        if (
+          newOffset === target.length &&
+          (await uploadableStatus(db, transferOf(target), clock.now())) !== "pending"
+        ) {
+          await blobs.delete([target.key]);
+          throw closed();
+        }
+        return reply
+          .status(204)
+          .header("upload-offset", newOffset)
+          .header("upload-expires", target.expiresAt.toUTCString())
+          .send(null);
+      },
+    });
+
+    routes.route({
+      method: "DELETE",
+      url: "/v1/uploads/:token",
+      config: NONE,
+      schema: {
+        tags: ["uploads"],
+        summary:
+          "tus termination: removes the upload (until confirm); confirm then names the file as missing",
+        params: tokenParams,
+        response: { 204: z.null().describe("terminated"), ...errors(404, 410, 412, 423) },
+      },
+      handler: async (request, reply) => {
+        requireTus(request);
+        const target = targetOf(request.params.token);
+        await requirePending(target);
+        await blobs.resumable.terminate(target).catch((error) => tusError(error, reply));
+        return reply.status(204).send(null);
+      },
+    });
+  };
+}
+
+function targetFrom(claims: UploadClaims): UploadTarget {
+  return { key: claims.key, length: claims.size, contentType: claims.ct, expiresAt: new Date(claims.exp) };
+}
