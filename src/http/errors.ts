@@ -3,6 +3,7 @@ import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { DomainError, type DomainErrorCode } from "../../domain/decider.js";
 import { WrongExpectedVersionError } from "../eventstore/port.js";
+import { type DependencyFailure, dependencyFailure, RETRY_AFTER_SECONDS } from "./dependency-failure.js";
 
 export interface ErrorDetail {
   path: string;
@@ -137,6 +138,8 @@ function toBody(error: unknown): ErrorBody {
   if (error instanceof WrongExpectedVersionError) {
     return body(409, "CONFLICT", "too many concurrent changes to the same resource; retry");
   }
+  const failure = dependencyFailure(error);
+  if (failure) return failureBody(failure);
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = (error as FastifyError).validationContext;
     const details = error.validation.map((issue) => {
@@ -166,11 +169,24 @@ function toBody(error: unknown): ErrorBody {
   return body(500, "INTERNAL_ERROR", "an unexpected error occurred");
 }
 
+/** A dependency away answers 503 (try again soon), a full disk 507: never a 500, never a half-stored write. */
+function failureBody(failure: DependencyFailure): ErrorBody {
+  if (failure.kind === "full")
+    return body(
+      507,
+      "INSUFFICIENT_STORAGE",
+      "the server's storage is full; nothing of this request was stored",
+    );
+  return body(503, "SERVICE_UNAVAILABLE", `${failure.dependency} is unavailable; retry in a few seconds`);
+}
+
 /** Every failure, ours or the framework's, leaves as the one error body; never a stack trace or SQL. */
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
   const errorBody = toBody(error);
-  if (errorBody.error.status >= 500) request.log.error({ err: error }, "request failed");
-  return reply.status(errorBody.error.status).type("application/json").send(errorBody);
+  const { status } = errorBody.error;
+  if (status === 503) reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  if (status >= 500) request.log.error({ err: error }, "request failed");
+  return reply.status(status).type("application/json").send(errorBody);
 }
 
 export function sendNotFound(request: FastifyRequest, reply: FastifyReply) {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { dependencyFailure } from "../dependency-failure.js";
 import type { RouteContext } from "../route-context.js";
 import { errors } from "../schemas.js";
 
@@ -34,8 +35,15 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
         config: NONE,
         schema: {
           tags: ["health"],
-          summary: "200 when every store answers and the projections are caught up",
-          response: { 200: z.object({ status: z.literal("ready") }), ...errors(503) },
+          summary:
+            "200 when every store answers, the blob disk has room and the projections are caught up; `degraded` names what runs in a fallback",
+          response: {
+            200: z.object({
+              status: z.literal("ready"),
+              degraded: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+            }),
+            ...errors(503),
+          },
         },
       },
       async (_request, reply) => {
@@ -43,9 +51,8 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
         if (!(await answers(() => service.db.raw("select 1")))) {
           missing.push({ path: "database", message: "does not answer" });
         }
-        if (!(await answers(() => service.blobs.ping()))) {
-          missing.push({ path: "blob_store", message: "does not answer" });
-        }
+        const blobProblem = await blobStoreProblem(service);
+        if (blobProblem) missing.push({ path: "blob_store", message: blobProblem });
         let head: string | null = null;
         if (!(await answers(async () => (head = await service.store.headPosition())))) {
           missing.push({ path: "event_store", message: "does not answer" });
@@ -53,7 +60,12 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
         for (const name of service.engine.behind(head)) {
           missing.push({ path: `projections.${name}`, message: "is catching up" });
         }
-        if (missing.length === 0) return { status: "ready" as const };
+        if (missing.length === 0) {
+          const rateLimits = service.rateLimits.degraded?.() ?? null;
+          return rateLimits
+            ? { status: "ready" as const, degraded: [{ path: "rate_limits", message: rateLimits }] }
+            : { status: "ready" as const };
+        }
         return reply.status(503).send({
           error: {
             code: "NOT_READY",
@@ -65,4 +77,20 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
       },
     );
   };
+}
+
+const MiB = 1024 * 1024;
+
+/** Why the blob store cannot take uploads: it does not answer, or its disk is under the floor (MIN_FREE_DISK_MB). */
+async function blobStoreProblem({ blobs, config }: RouteContext["service"]): Promise<string | null> {
+  try {
+    await blobs.ping();
+  } catch (error) {
+    return dependencyFailure(error)?.kind === "full"
+      ? "is full: no space left on its disk"
+      : "does not answer";
+  }
+  const free = await blobs.freeBytes?.().catch(() => null);
+  if (free === undefined || free === null || free >= config.minFreeDiskBytes) return null;
+  return `has ${(free / MiB).toFixed(1)} MiB free, under the floor of ${(config.minFreeDiskBytes / MiB).toFixed(1)} MiB (MIN_FREE_DISK_MB)`;
 }
