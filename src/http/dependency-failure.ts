@@ -32,9 +32,12 @@ const STORAGE_CODES = new Set(["EROFS", "EIO", "ESTALE"]);
  */
 const isUnavailableSqlState = (state: string) => state.startsWith("08") || /^(53300|57P0[123])$/.test(state);
 
-/** What node-postgres and knex say, without a code, when the connection went away mid-query. */
+/**
+ * What node-postgres and knex say, without a code, when the connection went away mid-query (knex
+ * puts the query before the message: "select … - Connection terminated unexpectedly").
+ */
 const LOST_CONNECTION =
-  /^(Connection terminated|Client has encountered a connection error|Knex: Timeout acquiring a connection|the database thread exited|Client was closed)/;
+  /(^| - )(Connection terminated|Client has encountered a connection error|Knex: Timeout acquiring a connection|the database thread exited|Client was closed)/;
 
 interface ErrorLike {
   name?: string;

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -180,12 +181,39 @@ function failureBody(failure: DependencyFailure): ErrorBody {
   return body(503, "SERVICE_UNAVAILABLE", `${failure.dependency} is unavailable; retry in a few seconds`);
 }
 
+/**
+ * How long the rest of a refused request's body is read (and dropped) before the answer goes: a
+ * client still sending an upload gets the answer rather than a broken pipe. Past this, the answer
+ * goes anyway and the connection may be cut.
+ */
+const DRAIN_MS = 15_000;
+
+/** Resolves once the request's body has all arrived (or after `ms`), reading and dropping it. */
+function drained(raw: IncomingMessage, ms: number): Promise<void> {
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    raw.once("end", done);
+    raw.once("close", done);
+    raw.unpipe();
+    raw.resume();
+  });
+}
+
 /** Every failure, ours or the framework's, leaves as the one error body; never a stack trace or SQL. */
-export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+export async function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
   const errorBody = toBody(error);
   const { status } = errorBody.error;
   if (status === 503) reply.header("retry-after", String(RETRY_AFTER_SECONDS));
-  if (status >= 500) request.log.error({ err: error }, "request failed");
+  // A dependency away (503, 507) is an operator's warning; any other 5xx is a bug to look at.
+  if (status === 503 || status === 507) {
+    request.log.warn({ err: error }, "dependency failed");
+    await drained(request.raw, DRAIN_MS);
+  } else if (status >= 500) request.log.error({ err: error }, "request failed");
   return reply.status(status).type("application/json").send(errorBody);
 }
 
