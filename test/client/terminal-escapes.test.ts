@@ -75,7 +75,7 @@ describe("hostile file names on a terminal", () => {
     ({ env } = await clientAccount(server));
     sender = (await identity("hostile-sender")).path;
     receiver = await identity("terminal-user");
-  });
+  }, 300_000);
   afterAll(async () => {
     await server?.close();
     work.remove();
@@ -88,7 +88,7 @@ describe("hostile file names on a terminal", () => {
     expect(run.status).toBe(3);
     expect(run.stdout).toContain(`Shield blocked ${ESCAPED}`);
     expect(rawHostile(run.stdout + run.stderr)).toBe(false);
-  });
+  }, 120_000);
 
   it("listen prints the blocked name escaped", async () => {
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
@@ -118,5 +118,5 @@ describe("hostile file names on a terminal", () => {
     } finally {
       if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
     }
-  });
+  }, 120_000);
 });
