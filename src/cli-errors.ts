@@ -1,3 +1,5 @@
+import { terminalSafe } from "./client/terminal-text.js";
+
 /** A command line `handoff` cannot run: one line on stderr, pointing at `handoff help`. */
 export class UsageError extends Error {}
 
@@ -8,4 +10,5 @@ export function errorLine(error: unknown): string {
   return oneLine(cause && !error.message.includes(cause) ? `${error.message}: ${cause}` : error.message);
 }
 
-const oneLine = (text: string) => text.replace(/\s*\n\s*/g, "; ").trim();
+/** One line, with whatever a server or sender put in the message shown and never acted on by a terminal. */
+const oneLine = (text: string) => terminalSafe(text.replace(/\s*\n\s*/g, "; ").trim());

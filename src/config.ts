@@ -43,6 +43,7 @@ const schema = z.object({
   SERVER_KEY: serverKey.optional(),
   ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  MIN_FREE_DISK_MB: z.coerce.number().min(0).default(100),
   TEST_CLOCK: flag.optional(),
 });
 
@@ -62,6 +63,8 @@ export interface Config {
   adminToken: string | null;
   /** Bearer token GET /metrics requires; null leaves it open (docs/deployment.md). */
   metricsToken: string | null;
+  /** /readyz answers 503 when the disk the blobs are written to has less than this many bytes free. */
+  minFreeDiskBytes: number;
   testClock: boolean;
 }
 
@@ -100,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     serverKey: c.SERVER_KEY ?? null,
     adminToken: c.ADMIN_TOKEN ?? null,
     metricsToken: c.METRICS_TOKEN ?? null,
+    minFreeDiskBytes: Math.round(c.MIN_FREE_DISK_MB * 1024 * 1024),
     testClock: c.TEST_CLOCK ?? false,
   };
 }

@@ -3,6 +3,7 @@
  * module only for them, so the client commands start without the server's dependencies.
  */
 
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
@@ -12,12 +13,14 @@ import { UsageError } from "./cli-errors.js";
 import { createAccount, defaultAccountName } from "./command-handlers/accounts.js";
 import { loadConfig } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
+import { announceServerUrl } from "./db/embedded-lock.js";
 import type { EventStore, Position } from "./eventstore/port.js";
 import { buildApp } from "./http/app.js";
 import { presentAccount } from "./http/presenters.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
 import { findAccount } from "./queries/accounts.js";
 import { ProjectionEngine } from "./read-models/engine.js";
+import { createAccountOnRunningServer } from "./running-server.js";
 import { openService } from "./service.js";
 import { tuneHeapForStreaming } from "./streaming-heap.js";
 
@@ -71,6 +74,14 @@ export async function serve(): Promise<void> {
   process.once("SIGINT", () => void shutdown("SIGINT"));
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
   await app.listen({ port: service.config.port, host: service.config.host });
+  announceServerUrl(localUrl(app.server.address(), service.config.host));
+}
+
+/** Where a process on this machine reaches the server: a wildcard host is reached on loopback. */
+function localUrl(address: string | AddressInfo | null, host: string): string {
+  if (!address || typeof address === "string") return `http://${host}`;
+  const reachable = ["0.0.0.0", "::", ""].includes(address.address) ? "127.0.0.1" : address.address;
+  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${address.port}`;
 }
 
 export async function accountsCreate(args: string[]): Promise<void> {
@@ -81,13 +92,16 @@ export async function accountsCreate(args: string[]): Promise<void> {
   if (!values.email || !/^[^\s@]+@[^\s@]+$/.test(values.email)) throw new UsageError("--email E is required");
   const plan = values.plan ?? DEFAULT_PLAN;
   if (!PLAN_IDS.includes(plan)) throw new UsageError(`--plan must be one of ${PLAN_IDS.join(", ")}`);
-  const service = await openService(loadConfig(process.env));
+  const config = loadConfig(process.env);
+  const input = { email: values.email, name: values.name ?? defaultAccountName(values.email), plan };
+  const created = await createAccountOnRunningServer(config, input);
+  if (created) {
+    console.log(JSON.stringify(created, null, 2));
+    return;
+  }
+  const service = await openService(config);
   try {
-    const result = await createAccount(
-      service.deps,
-      { email: values.email, name: values.name ?? defaultAccountName(values.email), plan },
-      { kind: "admin", accountId: null, keyId: null },
-    );
+    const result = await createAccount(service.deps, input, { kind: "admin", accountId: null, keyId: null });
     await service.engine.waitFor(result.position, 10_000);
     const account = await findAccount(service.db, service.deps.people, result.accountId);
     const { id, name, apiKey, createdAt } = result.apiKey;

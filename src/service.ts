@@ -20,6 +20,7 @@ import { type Mailer, OutboxMailer, SmtpMailer } from "./mail/mailer.js";
 import { meteredBlobStore } from "./observability/metrics.js";
 import { PersonalData } from "./privacy/personal-data.js";
 import type { RateLimitCounter } from "./rate-limits/counter.js";
+import { FallbackCounter } from "./rate-limits/fallback.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
 import { peopleMailer } from "./reactors/people-mail.js";
@@ -154,8 +155,9 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     peopleMailer({ mailer, clock, store, tokens, people: deps.people, publicBaseUrl: config.publicBaseUrl }),
     (error) => console.error("sending an e-mail failed:", error),
   );
+  // Redis is optional at run time: a server starts, and keeps answering, while it is away.
   const rateLimits: RateLimitCounter = config.redisUrl
-    ? await RedisCounter.connect(config.redisUrl)
+    ? new FallbackCounter(RedisCounter.open(config.redisUrl), (message) => console.warn(message))
     : new MemoryCounter();
   const humanDeps: HumanDeps = { ...transferDeps, tokens, loginFailures: rateLimits };
   if (options.runProjections ?? true) {
@@ -188,6 +190,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
       await rateLimits.close();
       mailer.close();
       await store.close();
+      await blobs.close?.();
       await db.destroy();
     },
   };

@@ -10,6 +10,7 @@ import {
   rm,
   rmdir,
   stat,
+  statfs,
   writeFile,
 } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
@@ -30,6 +31,7 @@ import {
 } from "./port.js";
 import { FileSystemResumableStore, RESUMABLE_DIR } from "./resumable/filesystem.js";
 import { ResumableUploads } from "./resumable/uploads.js";
+import { escapePart, StagingOwners, safeDecode } from "./staging-owners.js";
 
 /**
  * Bytes moved per chunk along file streams. Fewer, larger buffers than Node's 16–64 KiB defaults
@@ -171,21 +173,37 @@ export function checkRange(range: ByteRange): void {
 /** Directory under the root, beside the blobs, where puts are written before they are renamed into place. */
 const TEMP_DIR = ".tmp";
 const PART = ".part";
+/** Under the temp directory: one heartbeat file per live store (StagingOwners). */
+const OWNERS_DIR = "owners";
+
+/** A temporary file's name: `{key}~{owner}~{random}.part`, each part escaped. */
+interface PartName {
+  key: string;
+  owner: string;
+}
+
+function parsePartName(name: string): PartName | null {
+  const [key, owner, random] = name.slice(0, -PART.length).split("~");
+  const decoded = key === undefined ? null : safeDecode(key);
+  return decoded && owner && random ? { key: decoded, owner } : null;
+}
 
 /**
  * Blobs as files under `rootDir` (the embedded default: `DATA_DIR/blobs`). A put is written to a
  * temporary file in the same tree and renamed into place only when complete, so a blob is either
  * all there or absent. Its upload and download URLs are this service's own signed URLs.
  *
- * One process owns the directory (PGlite locks DATA_DIR; a local blob directory cannot be shared
- * by instances anyway), so the puts it is running are exactly the ones this object knows of.
+ * Several processes may share the directory (instances on one PostgreSQL, over a network file
+ * system). A temporary file's name carries its key and its owner, whose lease (StagingOwners)
+ * says whether it may still be writing: the leftover sweep removes only what no live owner writes.
  */
 export class FileSystemBlobStore implements BlobStore {
   private readonly root: string;
   private readonly tempDir: string;
-  /** The puts running now: temporary file → key. Never a crash's leftovers. */
+  /** The puts this store runs now: temporary file → key. Never a crash's leftovers. */
   private readonly puts = new Map<string, string>();
   readonly resumable: ResumableUploads;
+  private readonly owners: StagingOwners;
 
   constructor(
     rootDir: string,
@@ -194,6 +212,7 @@ export class FileSystemBlobStore implements BlobStore {
     this.root = resolve(rootDir);
     this.tempDir = join(this.root, TEMP_DIR);
     this.resumable = new ResumableUploads(new FileSystemResumableStore(this.root, (key) => this.pathOf(key)));
+    this.owners = new StagingOwners(join(this.tempDir, OWNERS_DIR));
   }
 
   async put(
@@ -202,9 +221,10 @@ export class FileSystemBlobStore implements BlobStore {
     options: { maxBytes: number | null; contentType?: string },
   ): Promise<{ size: number }> {
     const target = this.pathOf(key);
-    const temp = join(this.tempDir, `${randomUUID()}${PART}`);
+    const temp = join(this.tempDir, `${escapePart(key)}~${this.owners.selfName}~${randomUUID()}${PART}`);
     this.puts.set(temp, key);
     try {
+      await this.owners.start();
       // The file exists before any byte flows, so the clean-up below always has it to remove.
       const file = await this.createTemp(temp);
       const sink = new FileSink(file, options.maxBytes);
@@ -302,28 +322,51 @@ export class FileSystemBlobStore implements BlobStore {
 
   readonly leftovers: LeftoverScan = {
     removeAbandonedParts: async () => {
-      const names = await readdir(this.tempDir).catch(() => []);
-      const abandoned = names
-        .filter((name) => name.endsWith(PART))
-        .map((name) => join(this.tempDir, name))
-        .filter((path) => !this.puts.has(path));
+      const abandoned = (await this.stagingFiles()).filter((part) => !part.live).map((part) => part.path);
       for (const path of abandoned) await rm(path, { force: true });
       return abandoned.length;
     },
     groups: async (prefix) => {
       const dir = this.pathOf(prefix);
       const names = await readdir(dir).catch(() => []);
+      const writing = (await this.stagingFiles()).filter((part) => part.live).map((part) => part.key);
       const groups: StoredGroup[] = [];
       for (const name of names) {
-        const group = await this.group(`${prefix}/${name}`, name);
+        const group = await this.group(`${prefix}/${name}`, name, writing);
         if (group) groups.push(group);
       }
       return groups;
     },
+    othersWriting: () => this.owners.othersAlive(),
   };
 
+  /**
+   * The temporary files in the folder, each with its key and whether a put may still be writing
+   * it: one of this store's, or one whose owner is alive. A name that cannot be read (an older
+   * version's, or anything else) has no live owner.
+   */
+  private async stagingFiles(): Promise<{ path: string; key: string | null; live: boolean }[]> {
+    const names = (await readdir(this.tempDir).catch(() => [] as string[])).filter((name) =>
+      name.endsWith(PART),
+    );
+    const alive = new Map<string, boolean>();
+    const files: { path: string; key: string | null; live: boolean }[] = [];
+    for (const name of names) {
+      const path = join(this.tempDir, name);
+      const parsed = parsePartName(name);
+      let live = this.puts.has(path);
+      if (!live && parsed && parsed.owner !== this.owners.selfName) {
+        if (!alive.has(parsed.owner)) alive.set(parsed.owner, await this.owners.isAlive(parsed.owner));
+        live = alive.get(parsed.owner) ?? false;
+      }
+      files.push({ path, key: parsed?.key ?? null, live });
+    }
+    return files;
+  }
+
   /** The blobs directly under `prefix`, or null when it is not a directory (any more). */
-  private async group(prefix: string, name: string): Promise<StoredGroup | null> {
+  /** `writing`: the keys of live temporary files; null for one whose key cannot be read (it might be any). */
+  private async group(prefix: string, name: string, writing: (string | null)[]): Promise<StoredGroup | null> {
     const files = await readdir(this.pathOf(prefix), { withFileTypes: true }).catch(() => null);
     if (!files) return null;
     const keys = files.filter((file) => file.isFile()).map((file) => `${prefix}/${file.name}`);
@@ -332,8 +375,17 @@ export class FileSystemBlobStore implements BlobStore {
       const info = await stat(this.pathOf(key)).catch(() => null);
       if (info) newestWriteMs = Math.max(newestWriteMs, info.mtimeMs);
     }
-    const writing = [...this.puts.values()].some((key) => key.startsWith(`${prefix}/`));
-    return { name, keys, newestWriteMs, writing };
+    return {
+      name,
+      keys,
+      newestWriteMs,
+      writing: writing.some((key) => key === null || key.startsWith(`${prefix}/`)),
+    };
+  }
+
+  /** Ends this store's lease: its heartbeat goes, so the others know at once it writes no more. */
+  async close(): Promise<void> {
+    await this.owners.stop();
   }
 
   /** Writes and removes a probe file, so a read-only or full disk answers with an error. */
@@ -346,6 +398,11 @@ export class FileSystemBlobStore implements BlobStore {
     } finally {
       await rm(probe, { force: true });
     }
+  }
+
+  async freeBytes(): Promise<number> {
+    const { bavail, bsize } = await statfs(this.root);
+    return bavail * bsize;
   }
 
   /** The file of a key: relative, inside the root, no `.`/`..` or empty segments, not in the temp area. */

@@ -32,6 +32,10 @@ export interface BlobStore {
   downloadUrl(key: string, options: DownloadUrlOptions): Promise<string>;
   /** Answers when the store is reachable. */
   ping(): Promise<void>;
+  /** Bytes still free where the blobs are written, for a store on a disk of this machine's. */
+  freeBytes?(): Promise<number>;
+  /** Lets go of what the store holds open (the filesystem store's lease on its folder). */
+  close?(): Promise<void> | void;
   /**
    * What a crash may have left: offered by a store that can list itself (the filesystem store; an
    * S3 bucket's lifecycle rules abort its incomplete uploads). See src/housekeeping/leftovers.ts.
@@ -55,15 +59,17 @@ export interface StoredGroup {
   keys: string[];
   /** When the newest blob in it was written (ms since the epoch). */
   newestWriteMs: number;
-  /** Whether a put of this process is writing under it right now. */
+  /** Whether a put that may still run (this process's, or a live instance's) is writing under it. */
   writing: boolean;
 }
 
 export interface LeftoverScan {
-  /** Removes the temporary files of puts that no longer run; returns how many. */
+  /** Removes the temporary files of puts that no longer run (in any instance); returns how many. */
   removeAbandonedParts(): Promise<number>;
   /** Every group of blobs under `prefix`. */
   groups(prefix: string): Promise<StoredGroup[]>;
+  /** Whether another live instance writes into the same store (a shared folder). */
+  othersWriting(): Promise<boolean>;
 }
 
 export interface ByteRange {

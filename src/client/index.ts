@@ -29,8 +29,8 @@ async function runReportingFailure(load: () => Promise<ClientCommand>, args: str
     return await (await load())(args);
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    const { describeError } = await import("./errors.js");
-    process.stderr.write(`${describeError(error)}\n`);
+    const [{ describeError }, { warn }] = await Promise.all([import("./errors.js"), import("./output.js")]);
+    warn(describeError(error));
     return 1;
   }
 }

@@ -1,4 +1,5 @@
 import cliProgress from "cli-progress";
+import { terminalSafe } from "./terminal-text.js";
 
 export interface FileProgress {
   file: string;
@@ -36,7 +37,7 @@ export function progressBars(stream: NodeJS.WriteStream = process.stderr): Progr
     onProgress({ file, bytes, total }) {
       let bar = perFile.get(file);
       if (!bar) {
-        bar = bars.create(total, 0, { file });
+        bar = bars.create(total, 0, { file: terminalSafe(file) });
         perFile.set(file, bar);
       }
       bar.update(bytes);

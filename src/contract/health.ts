@@ -6,10 +6,20 @@ export const Healthy = named("Healthy", z.object({ status: z.literal("ok") }), {
   description: "The process answers",
   example: { status: "ok" },
 });
-export const Ready = named("Ready", z.object({ status: z.literal("ready") }), {
-  description: "Every store answers and the projections are caught up",
-  example: { status: "ready" },
-});
+export const Ready = named(
+  "Ready",
+  z.object({
+    status: z.literal("ready"),
+    degraded: z
+      .array(z.object({ path: z.string(), message: z.string() }))
+      .optional()
+      .describe("What runs in a fallback now (rate limits counted per process while Redis is away)"),
+  }),
+  {
+    description: "Every store answers, the blob disk has room and the projections are caught up",
+    example: { status: "ready" },
+  },
+);
 
 export const getHealth = operation({
   operationId: "getHealth",
@@ -27,7 +37,8 @@ export const getReadiness = operation({
   path: "/readyz",
   security: "none",
   tag: "health",
-  summary: "200 when every store answers and the projections are caught up",
+  summary:
+    "200 when every store answers, the blob disk has room and the projections are caught up; `degraded` names what runs in a fallback",
   responses: { 200: reply({ description: "Ready to serve", json: Ready }) },
   errors: [503],
 });

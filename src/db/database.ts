@@ -14,6 +14,9 @@ export type DatabaseTarget =
   | { kind: "postgres"; url: string; schema?: string }
   | { kind: "pglite"; directory: string | null };
 
+/** The PGlite thread under each embedded knex instance, to wait for it before the first query. */
+const embedded = new WeakMap<Knex, PGliteThread>();
+
 /** A knex instance on real PostgreSQL or on embedded PGlite (in memory when `directory` is null). */
 export function openDatabase(target: DatabaseTarget): Knex {
   if (target.kind === "postgres") {
@@ -25,14 +28,21 @@ export function openDatabase(target: DatabaseTarget): Knex {
     });
   }
   if (target.directory) mkdirSync(target.directory, { recursive: true });
-  return knex({
+  const pglite = new PGliteThread(target.directory);
+  const db = knex({
     client: ClientPgLite,
     dialect: "postgres",
     // knex-pglite takes a PGlite-like instance here; knex's own types know only URLs and settings.
-    connection: { pglite: new PGliteThread(target.directory) } as Knex.StaticConnectionConfig,
+    connection: { pglite } as Knex.StaticConnectionConfig,
   });
+  embedded.set(db, pglite);
+  return db;
 }
 
 export async function migrate(db: Knex): Promise<void> {
+  // A new folder's initdb can take a minute or more on a busy machine: past the 30 s knex's pool
+  // gives a connection to open (not configurable under knex-pglite), which then failed the
+  // start-up with a misleading pool time-out. Waiting here first, the connection opens at once.
+  await embedded.get(db)?.waitReady;
   await db.migrate.latest({ migrationSource });
 }

@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { EmbeddedLock } from "./embedded-lock.js";
 
 interface Reply {
   id: number;
@@ -75,8 +76,11 @@ export class PGliteThread {
   private readonly worker: Worker;
   private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private nextId = 1;
+  /** Held from opening to closing: one process at a time writes a data folder. */
+  private readonly lock: EmbeddedLock | null;
 
   constructor(directory: string | null) {
+    this.lock = directory ? EmbeddedLock.acquire(directory) : null;
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
       // The thread's own JavaScript is small (messages in, rows out); V8's default young generation
@@ -102,8 +106,12 @@ export class PGliteThread {
   }
 
   async close(): Promise<void> {
-    await this.send({ kind: "close" });
-    await this.worker.terminate();
+    try {
+      await this.send({ kind: "close" });
+      await this.worker.terminate();
+    } finally {
+      this.lock?.release();
+    }
   }
 
   private send(message: { kind: "query" | "close"; sql?: string; params?: unknown[] }): Promise<unknown> {

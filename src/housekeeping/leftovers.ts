@@ -22,12 +22,14 @@ export interface LeftoversSwept {
 /**
  * Removes what a crash (kill -9, power loss) leaves in the blob store, so that storage converges
  * to what the log says:
- * - temporary files of puts that no longer run;
+ * - temporary files of puts that no longer run: their owner (any instance sharing the store) is
+ *   gone or its lease has run out;
  * - a transfer's blobs when the log has no such transfer (a multipart upload cut off after some
  *   files) or says its files were deleted (an upload that finished after a purge).
- * Blobs written before this process started cannot belong to an upload in progress; newer ones
- * must also be older than LEFTOVER_GRACE_MS with no put of theirs running. The log, not a read
- * model, decides: after a crash the read models may lag it.
+ * A group some live instance is still writing under is never touched. Its newest blob must also
+ * be older than LEFTOVER_GRACE_MS (the gap between an upload's last file and its append), or, when
+ * no other live instance shares the store, older than this process: then nothing that wrote it can
+ * still be running. The log, not a read model, decides: after a crash the read models may lag it.
  */
 export async function sweepLeftovers(
   store: EventStore,
@@ -38,9 +40,11 @@ export async function sweepLeftovers(
   const scan = blobs.leftovers;
   if (!scan) return { parts: 0, orphans: 0 };
   const parts = await scan.removeAbandonedParts();
+  const alone = !(await scan.othersWriting());
   let orphans = 0;
   for (const group of await scan.groups(TRANSFERS)) {
-    const settled = group.newestWriteMs < startedAtMs || group.newestWriteMs < nowMs - LEFTOVER_GRACE_MS;
+    const settled =
+      group.newestWriteMs < nowMs - LEFTOVER_GRACE_MS || (alone && group.newestWriteMs < startedAtMs);
     if (group.writing || !settled) continue;
     const { state } = await load(store, transferDecider, streams.transfer(group.name));
     if (state.status !== "none" && !state.filesDeleted) continue;

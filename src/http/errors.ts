@@ -1,9 +1,11 @@
+import type { IncomingMessage } from "node:http";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { DomainError, type DomainErrorCode } from "../../domain/decider.js";
 import type { ErrorBody } from "../contract/common.js";
 import { WrongExpectedVersionError } from "../eventstore/port.js";
 import { AmbiguousRecipientError } from "../queries/recipients.js";
+import { type DependencyFailure, dependencyFailure, RETRY_AFTER_SECONDS } from "./dependency-failure.js";
 import { maskEmail } from "./presenters.js";
 
 export interface ErrorDetail {
@@ -134,6 +136,8 @@ function toBody(error: unknown): ErrorBody {
   if (error instanceof WrongExpectedVersionError) {
     return body(409, "CONFLICT", "too many concurrent changes to the same resource; retry");
   }
+  const failure = dependencyFailure(error);
+  if (failure) return failureBody(failure);
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = (error as FastifyError).validationContext;
     const details = error.validation.map((issue) => {
@@ -163,11 +167,51 @@ function toBody(error: unknown): ErrorBody {
   return body(500, "INTERNAL_ERROR", "an unexpected error occurred");
 }
 
+/** A dependency away answers 503 (try again soon), a full disk 507: never a 500, never a half-stored write. */
+function failureBody(failure: DependencyFailure): ErrorBody {
+  if (failure.kind === "full")
+    return body(
+      507,
+      "INSUFFICIENT_STORAGE",
+      "the server's storage is full; nothing of this request was stored",
+    );
+  return body(503, "SERVICE_UNAVAILABLE", `${failure.dependency} is unavailable; retry in a few seconds`);
+}
+
+/**
+ * How long the rest of a refused request's body is read (and dropped) before the answer goes: a
+ * client still sending an upload gets the answer rather than a broken pipe. Past this, the answer
+ * goes anyway and the connection may be cut.
+ */
+const DRAIN_MS = 15_000;
+
+/** Resolves once the request's body has all arrived (or after `ms`), reading and dropping it. */
+function drained(raw: IncomingMessage, ms: number): Promise<void> {
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    raw.once("end", done);
+    raw.once("close", done);
+    raw.unpipe();
+    raw.resume();
+  });
+}
+
 /** Every failure, ours or the framework's, leaves as the one error body; never a stack trace or SQL. */
-export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+export async function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
   const errorBody = toBody(error);
-  if (errorBody.error.status >= 500) request.log.error({ err: error }, "request failed");
-  return reply.status(errorBody.error.status).type("application/json").send(errorBody);
+  const { status } = errorBody.error;
+  if (status === 503) reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  // A dependency away (503, 507) is an operator's warning; any other 5xx is a bug to look at.
+  if (status === 503 || status === 507) {
+    request.log.warn({ err: error }, "dependency failed");
+    await drained(request.raw, DRAIN_MS);
+  } else if (status >= 500) request.log.error({ err: error }, "request failed");
+  return reply.status(status).type("application/json").send(errorBody);
 }
 
 export function sendNotFound(request: FastifyRequest, reply: FastifyReply) {

@@ -106,6 +106,8 @@ export function meteredBlobStore(store: BlobStore): BlobStore {
     resumable: store.resumable,
     downloadUrl: (key, options) => store.downloadUrl(key, options),
     ping: () => store.ping(),
+    ...(store.freeBytes ? { freeBytes: store.freeBytes.bind(store) } : {}),
+    ...(store.close ? { close: store.close.bind(store) } : {}),
     // The crash-leftover sweep works on the store underneath: nothing it touches is transferred.
     ...(store.leftovers ? { leftovers: store.leftovers } : {}),
   };

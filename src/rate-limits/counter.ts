@@ -11,6 +11,8 @@ export interface RateLimitCounter {
   /** The hits on `bucket` in that window so far, recording none (0 when there are none). */
   count(bucket: string, windowStart: number, windowMs: number): Promise<number>;
   close(): Promise<void>;
+  /** Why the counts are less exact than configured right now (Redis away), or null; absent: never. */
+  degraded?(): string | null;
 }
 
 /**

@@ -6,6 +6,12 @@ export const REDIS_KEY_PREFIX = "handoff:rl:";
 /** A hit that cannot reach Redis fails after this long instead of holding the request. */
 const COMMAND_TIMEOUT_MS = 1000;
 
+const CLIENT_OPTIONS = {
+  // While Redis is away a hit fails within about a second rather than waiting for it.
+  maxRetriesPerRequest: 1,
+  commandTimeout: COMMAND_TIMEOUT_MS,
+};
+
 /** The key of one bucket's count in one window; the window start is the service clock's, not Redis's. */
 export const redisKey = (bucket: string, windowStart: number): string =>
   `${REDIS_KEY_PREFIX}${bucket}:${windowStart}`;
@@ -16,18 +22,24 @@ export const redisKey = (bucket: string, windowStart: number): string =>
  * and every key expires on its own.
  */
 export class RedisCounter implements RateLimitCounter {
-  private constructor(private readonly redis: Redis) {}
-
-  /** Connects and checks the server answers, so a wrong URL fails at start-up, not at first use. */
-  static async connect(url: string): Promise<RedisCounter> {
-    const redis = new Redis(url, {
-      lazyConnect: true,
-      // While Redis is away a hit fails within about a second rather than waiting for it.
-      maxRetriesPerRequest: 1,
-      commandTimeout: COMMAND_TIMEOUT_MS,
-    });
+  private constructor(private readonly redis: Redis) {
     // ioredis reports connection trouble as events too; the failing command carries it to the caller.
     redis.on("error", () => {});
+  }
+
+  /**
+   * Starts connecting and returns at once; the client reconnects on its own whenever Redis goes
+   * away. Until it is `ready`, commands fail at once rather than queueing: the caller counts
+   * elsewhere meanwhile (FallbackCounter).
+   */
+  static open(url: string): RedisCounter {
+    return new RedisCounter(new Redis(url, { ...CLIENT_OPTIONS, enableOfflineQueue: false }));
+  }
+
+  /** Connects and checks the server answers, so a wrong URL fails at once, not at first use. */
+  static async connect(url: string): Promise<RedisCounter> {
+    const redis = new Redis(url, { ...CLIENT_OPTIONS, lazyConnect: true });
+    const counter = new RedisCounter(redis);
     try {
       await redis.connect();
       await redis.ping();
@@ -37,7 +49,12 @@ export class RedisCounter implements RateLimitCounter {
         `cannot reach Redis (REDIS_URL): ${error instanceof Error ? error.message : String(error)}`,
       );
     }
-    return new RedisCounter(redis);
+    return counter;
+  }
+
+  /** Connected and answering commands (as far as the client knows). */
+  get ready(): boolean {
+    return this.redis.status === "ready";
   }
 
   async hit(bucket: string, windowStart: number, windowMs: number): Promise<number> {

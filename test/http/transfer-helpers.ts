@@ -358,7 +358,8 @@ export function transferDirs(t: TestApp): string[] {
 /** Partial uploads left in the blob store's temporary area. */
 export function tempFiles(t: TestApp): string[] {
   const dir = join(t.service.config.dataDir, "blobs", ".tmp");
-  return existsSync(dir) ? readdirSync(dir) : [];
+  // The store's heartbeat folder (owners/) lives there too; it holds no file data.
+  return existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith(".part")) : [];
 }
 
 /** Polls until `check` holds (background work such as the housekeeper); fails after `timeoutMs`. */

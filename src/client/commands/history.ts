@@ -2,7 +2,7 @@ import type { HistoryEntry } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
 import { accountClient } from "../environment.js";
 import { parseCommandArgs } from "../options.js";
-import { printJson } from "../output.js";
+import { printJson, printText } from "../output.js";
 
 /** Decisions 6.3: the most entries one audit page may hold. */
 const AUDIT_PAGE = 1000;
@@ -63,7 +63,7 @@ export async function report(args: string[]): Promise<number> {
     throw new UsageError("--month YYYY-MM is required");
   }
   const client = accountClient("cli");
-  if (values.csv) process.stdout.write(await client.complianceReportCsv(values.month));
+  if (values.csv) printText(await client.complianceReportCsv(values.month));
   else printJson(await client.complianceReport(values.month));
   return 0;
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { getHealth, getReadiness } from "../../contract/health.js";
+import { dependencyFailure } from "../dependency-failure.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
 
@@ -26,9 +27,8 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
         if (!(await answers(() => service.db.raw("select 1")))) {
           missing.push({ path: "database", message: "does not answer" });
         }
-        if (!(await answers(() => service.blobs.ping()))) {
-          missing.push({ path: "blob_store", message: "does not answer" });
-        }
+        const blobProblem = await blobStoreProblem(service);
+        if (blobProblem) missing.push({ path: "blob_store", message: blobProblem });
         let head: string | null = null;
         if (!(await answers(async () => (head = await service.store.headPosition())))) {
           missing.push({ path: "event_store", message: "does not answer" });
@@ -36,7 +36,12 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
         for (const name of service.engine.behind(head)) {
           missing.push({ path: `projections.${name}`, message: "is catching up" });
         }
-        if (missing.length === 0) return { status: "ready" as const };
+        if (missing.length === 0) {
+          const rateLimits = service.rateLimits.degraded?.() ?? null;
+          return rateLimits
+            ? { status: "ready" as const, degraded: [{ path: "rate_limits", message: rateLimits }] }
+            : { status: "ready" as const };
+        }
         return reply.status(503).send({
           error: {
             code: "NOT_READY",
@@ -48,4 +53,20 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
       },
     });
   };
+}
+
+const MiB = 1024 * 1024;
+
+/** Why the blob store cannot take uploads: it does not answer, or its disk is under the floor (MIN_FREE_DISK_MB). */
+async function blobStoreProblem({ blobs, config }: RouteContext["service"]): Promise<string | null> {
+  try {
+    await blobs.ping();
+  } catch (error) {
+    return dependencyFailure(error)?.kind === "full"
+      ? "is full: no space left on its disk"
+      : "does not answer";
+  }
+  const free = await blobs.freeBytes?.().catch(() => null);
+  if (free === undefined || free === null || free >= config.minFreeDiskBytes) return null;
+  return `has ${(free / MiB).toFixed(1)} MiB free, under the floor of ${(config.minFreeDiskBytes / MiB).toFixed(1)} MiB (MIN_FREE_DISK_MB)`;
 }
