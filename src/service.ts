@@ -153,7 +153,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const rateLimits: RateLimitCounter = config.redisUrl
     ? await RedisCounter.connect(config.redisUrl)
     : new MemoryCounter();
-  const humanDeps: HumanDeps = { ...transferDeps, tokens, loginFailures: rateLimits };
+  const humanDeps: HumanDeps = { ...transferDeps, tokens, addressCounts: rateLimits };
   if (options.runProjections ?? true) {
     await engine.start();
     housekeeper.start();

@@ -1,13 +1,17 @@
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { ReceivingKey } from "../../../domain/human.js";
 import {
-  LoginThrottled,
+  changePassword,
   logIn,
   logOut,
+  requestPasswordReset,
+  resendVerification,
+  resetPassword,
   setReceivingKey,
   signUp,
+  Throttled,
   verifyEmail,
 } from "../../commands/humans.js";
 import { findAccount } from "../../queries/accounts.js";
@@ -44,6 +48,24 @@ const receivingKeySchema = z.object({
   kdf: kdfSchema,
   key_version: z.number().int(),
 });
+
+/** The one answer of forgot-password and resend-verification, whether or not the address has an account. */
+const mailRequested = z.object({ status: z.literal("accepted"), message: z.string() });
+const MAIL_REQUESTED = {
+  status: "accepted" as const,
+  message: "if this address has an account that needs it, an e-mail is on its way",
+};
+
+/** Runs a per-address-limited command; over the limit: 429 RATE_LIMITED with Retry-After. */
+async function withinAddressLimit<T>(reply: FastifyReply, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof Throttled)) throw error;
+    reply.header("Retry-After", String(error.retryAfterSeconds));
+    throw new HttpError(429, "RATE_LIMITED", error.message);
+  }
+}
 
 function presentReceivingKey(key: ReceivingKey) {
   const { kdf } = key;
@@ -131,14 +153,7 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         },
       },
       async (request, reply) => {
-        let session: Awaited<ReturnType<typeof logIn>>;
-        try {
-          session = await logIn(deps, request.body, request.id);
-        } catch (error) {
-          if (!(error instanceof LoginThrottled)) throw error;
-          reply.header("Retry-After", String(error.retryAfterSeconds));
-          throw new HttpError(429, "RATE_LIMITED", error.message);
-        }
+        const session = await withinAddressLimit(reply, () => logIn(deps, request.body, request.id));
         await settle(session.position);
         return {
           token: session.token,
@@ -163,6 +178,85 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         const ended = await logOut(deps, caller.sessionId as string, caller);
         await settle(ended.position);
         return { status: "logged_out" as const };
+      },
+    );
+
+    // Both mail a link to the address's account when it needs one, and answer the same 202 for any address.
+    const mailRequests = [
+      {
+        path: "/v1/auth/resend-verification",
+        summary: "Send a new verification link (earlier ones stop working); the same 202 for any address",
+        request: resendVerification,
+      },
+      {
+        path: "/v1/auth/forgot-password",
+        summary: "Mail a password-reset link (single use, 1 h); the same 202 for any address",
+        request: requestPasswordReset,
+      },
+    ];
+    for (const { path, summary, request: mail } of mailRequests) {
+      routes.post(
+        path,
+        {
+          config: NONE,
+          schema: {
+            tags: ["people"],
+            summary,
+            body: z.object({ email: emailSchema }),
+            response: { 202: mailRequested, ...errors(400, 415, 429) },
+          },
+        },
+        async (request, reply) => {
+          await withinAddressLimit(reply, () => mail(deps, request.body.email, request.id));
+          return reply.status(202).send(MAIL_REQUESTED);
+        },
+      );
+    }
+
+    routes.post(
+      "/v1/auth/reset-password",
+      {
+        config: NONE,
+        schema: {
+          tags: ["people"],
+          summary: "Set a new login password with the reset link's token; every session of the account ends",
+          body: z.object({ token: z.string().min(1).max(512), password: passwordSchema }),
+          response: { 200: z.object({ account: accountSchema }), ...errors(400, 415) },
+        },
+      },
+      async (request) => {
+        const reset = await resetPassword(deps, request.body, request.id);
+        await settle(reset.position);
+        return { account: await accountOf(reset.accountId) };
+      },
+    );
+
+    routes.put(
+      "/v1/auth/password",
+      {
+        config: SESSION,
+        schema: {
+          tags: ["people"],
+          summary: "Change the login password (the current one required); the account's other sessions end",
+          body: z.object({ current_password: z.string().max(1024), new_password: passwordSchema }),
+          response: {
+            200: z.object({ status: z.literal("password_changed") }),
+            ...errors(400, 401, 403, 415, 429),
+          },
+        },
+      },
+      async (request, reply) => {
+        const caller = callerAccount(request);
+        const { current_password, new_password } = request.body;
+        const changed = await withinAddressLimit(reply, () =>
+          changePassword(
+            deps,
+            { ...caller, sessionId: caller.sessionId as string },
+            { currentPassword: current_password, newPassword: new_password },
+          ),
+        );
+        await settle(changed.position);
+        return { status: "password_changed" as const };
       },
     );
 
