@@ -9,7 +9,7 @@ import v8 from "node:v8";
 import type { Knex } from "knex";
 import { projections } from "../projections/index.js";
 import { UsageError } from "./cli-errors.js";
-import { createAccount, defaultAccountName } from "./commands/accounts.js";
+import { createAccount, defaultAccountName } from "./command-handlers/accounts.js";
 import { loadConfig } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
 import type { EventStore, Position } from "./eventstore/port.js";

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AgentKeys } from "../../../domain/agent.js";
-import { connectAgent, disconnectAgent, registerAgent, updateAgent } from "../../commands/agents.js";
+import { connectAgent, disconnectAgent, registerAgent, updateAgent } from "../../command-handlers/agents.js";
 import { type AgentRow, findAgent, listAgents } from "../../queries/agents.js";
 import { isBase64Key32 } from "../../security/public-keys.js";
 import { callerAccount } from "../auth.js";

@@ -13,7 +13,7 @@ import {
   signUp,
   Throttled,
   verifyEmail,
-} from "../../commands/humans.js";
+} from "../../command-handlers/humans.js";
 import { findAccount } from "../../queries/accounts.js";
 import { findPerson } from "../../queries/humans.js";
 import { isBase64Key32 } from "../../security/public-keys.js";
