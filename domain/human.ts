@@ -194,6 +194,11 @@ export const humanDecider: Decider<HumanCommand, HumanEvent, HumanState, undefin
   decide: (command, state) => decide(command, state),
 };
 
+/** The events after which the account's sessions end (all, or all but the caller's). */
+export function setsNewPassword(type: string): type is "PasswordReset" | "PasswordChanged" {
+  return type === "PasswordReset" || type === "PasswordChanged";
+}
+
 /**
  * Decisions 4.3: whether a login with a checked password starts a session. A wrong password and an
  * unknown e-mail are the same 401; the 403 for an unverified address comes only after the password

@@ -1,4 +1,4 @@
-import type { HumanEvent } from "../domain/human.js";
+import { type HumanEvent, setsNewPassword } from "../domain/human.js";
 import type { SessionEvent } from "../domain/session.js";
 import { idOf } from "../domain/streams.js";
 import { categoryProjection, endedOnErasure, type Projection } from "./projection.js";
@@ -63,8 +63,7 @@ function endedOnNewPassword(inner: Projection): Projection {
   return {
     ...inner,
     async apply(trx, recorded) {
-      if (recorded.type !== "PasswordReset" && recorded.type !== "PasswordChanged")
-        return inner.apply(trx, recorded);
+      if (!setsNewPassword(recorded.type)) return inner.apply(trx, recorded);
       const event = { type: recorded.type, data: recorded.data } as PasswordEvent;
       const open = trx("sessions")
         .where({ account_id: idOf(recorded.streamId) })

@@ -1,7 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { accountDecider } from "../../domain/account.js";
-import { DomainError } from "../../domain/decider.js";
-import { decideLogin, type HumanCommand, humanDecider, type ReceivingKeyKdf } from "../../domain/human.js";
+import { DomainError, refuse } from "../../domain/decider.js";
+import {
+  decideLogin,
+  type HumanCommand,
+  type HumanState,
+  humanDecider,
+  type ReceivingKeyKdf,
+  setsNewPassword,
+} from "../../domain/human.js";
 import { sessionDecider } from "../../domain/session.js";
 import { streams } from "../../domain/streams.js";
 import { NO_STREAM } from "../eventstore/port.js";
@@ -14,7 +21,7 @@ import type { HumanTokens } from "../security/human-tokens.js";
 import { burnPasswordCheck, hashPassword, passwordMatches } from "../security/passwords.js";
 import { sha256Hex } from "../security/secrets.js";
 import { accountHolding, claimAddress, defaultAccountName, sealedPerson } from "./accounts.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { type Actor, accepted, appendAll, type Loaded, load, retryOnConflict, toAppend } from "./streams.js";
 import { activateHeldFor } from "./transfers/activate.js";
 import type { TransferDeps } from "./transfers/record.js";
 
@@ -194,6 +201,12 @@ export async function logIn(
   const position = await appendAll(deps.store, [
     toAppend({ streamId: streams.session(sessionId), expected: NO_STREAM }, started, actor, now),
   ]);
+  // A new password recorded between this check and this session ended the sessions the read
+  // model held then, not this one: it ends here, refused as the old password now is.
+  if (human && (await passwordSetSince(deps, human))) {
+    await logOut(deps, sessionId, actor);
+    throw refuse("UNAUTHORIZED", "wrong e-mail or password");
+  }
   const data = started[0]?.data as { expiresAt: string };
   return {
     position,
@@ -201,6 +214,13 @@ export async function logIn(
     token: deps.tokens.sessionToken(sessionId),
     expiresAt: data.expiresAt,
   };
+}
+
+/** Whether the person's stream holds a new password after the version `loaded` was read at. */
+async function passwordSetSince(deps: HumanDeps, loaded: Loaded<HumanState>): Promise<boolean> {
+  const next = typeof loaded.expected === "number" ? loaded.expected + 1 : 0;
+  const later = await deps.store.readStream(loaded.streamId, next);
+  return later.some((event) => setsNewPassword(event.type));
 }
 
 /** Decisions 4.3: ends the caller's session at once (the next request with it is 401). */

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { logIn as logInCommand, resetPassword } from "../../src/command-handlers/humans.js";
+import type { StreamAppend } from "../../src/eventstore/port.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { advanceClock, expectError } from "./helpers.js";
 import { logIn, mailsTo, mailTo, newEmail, newPerson, PASSWORD, signUp, verifyToken } from "./people.js";
@@ -63,6 +65,41 @@ describe("people: account recovery and password change", () => {
       expect(log).toContain("PasswordReset");
       expect(log).not.toContain(token.slice(-43));
       expect(log).not.toContain(NEW_PASSWORD);
+    });
+
+    it("ends a login whose password check a reset overtook: no session outlives the reset", async () => {
+      const person = await newPerson(t);
+      await forgot(person.email);
+      const token = resetToken(await mailTo(t, person.email, "password-reset"));
+      const deps = t.service.humanDeps;
+      // The reset is recorded after this login checked the old password, before its session is.
+      let overtaken = false;
+      const racing = new Proxy(deps.store, {
+        get(store, name) {
+          if (name === "appendMany") {
+            return async (appends: StreamAppend[]) => {
+              if (!overtaken && appends.some((append) => append.streamId.startsWith("session-"))) {
+                overtaken = true;
+                await resetPassword(deps, { token, password: NEW_PASSWORD }, null);
+              }
+              return store.appendMany(appends);
+            };
+          }
+          const value = Reflect.get(store, name, store);
+          return typeof value === "function" ? value.bind(store) : value;
+        },
+      });
+      await expect(
+        logInCommand({ ...deps, store: racing }, { email: person.email, password: PASSWORD }, null),
+      ).rejects.toMatchObject({ code: "UNAUTHORIZED" });
+      expect(overtaken).toBe(true);
+      await t.service.engine.waitFor(await t.service.store.headPosition(), 5000);
+      const open = await t.service
+        .db("sessions")
+        .where({ account_id: person.accountId })
+        .whereNull("ended_at");
+      expect(open).toEqual([]);
+      expect(await loginStatus(person.email, NEW_PASSWORD)).toBe(200);
     });
 
     it("answers an unknown address, an agent account's address and a person's alike, and mails only the person", async () => {
