@@ -37,6 +37,8 @@ const LAYERS: { name: string; members: string[] }[] = [
       "migrations",
     ],
   },
+  // The public API's named schemas and operations: the HTTP edge serves them, the SDK's types come from them.
+  { name: "contract", members: ["src/contract"] },
   // Projections fold domain events into rows and import only domain/: src/ reads them, never the reverse.
   { name: "projections", members: ["projections"] },
   { name: "domain", members: ["domain"] },
