@@ -14,6 +14,7 @@ import {
   Throttled,
   verifyEmail,
 } from "../../command-handlers/humans.js";
+import * as recovery from "../../contract/account-recovery.js";
 import { findAccount } from "../../queries/accounts.js";
 import { findPerson } from "../../queries/humans.js";
 import { isBase64Key32 } from "../../security/public-keys.js";
@@ -22,6 +23,7 @@ import { HttpError, notFound } from "../errors.js";
 import { presentAccount } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { accountSchema, errors, nameSchema, timestamp } from "../schemas.js";
+import { serve } from "../serve.js";
 
 // Their bodies or answers carry a password or a token: no Idempotency-Key record may keep them.
 const NONE = { auth: "none" as const, idempotency: false as const };
@@ -50,7 +52,6 @@ const receivingKeySchema = z.object({
 });
 
 /** The one answer of forgot-password and resend-verification, whether or not the address has an account. */
-const mailRequested = z.object({ status: z.literal("accepted"), message: z.string() });
 const MAIL_REQUESTED = {
   status: "accepted" as const,
   message: "if this address has an account that needs it, an e-mail is on its way",
@@ -182,70 +183,31 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
     );
 
     // Both mail a link to the address's account when it needs one, and answer the same 202 for any address.
-    const mailRequests = [
-      {
-        path: "/v1/auth/resend-verification",
-        summary: "Send a new verification link (earlier ones stop working); the same 202 for any address",
-        request: resendVerification,
-      },
-      {
-        path: "/v1/auth/forgot-password",
-        summary: "Mail a password-reset link (single use, 1 h); the same 202 for any address",
-        request: requestPasswordReset,
-      },
-    ];
-    for (const { path, summary, request: mail } of mailRequests) {
-      routes.post(
-        path,
-        {
-          config: NONE,
-          schema: {
-            tags: ["people"],
-            summary,
-            body: z.object({ email: emailSchema }),
-            response: { 202: mailRequested, ...errors(400, 415, 429) },
-          },
-        },
-        async (request, reply) => {
+    for (const [spec, mail] of [
+      [recovery.resendVerification, resendVerification],
+      [recovery.forgotPassword, requestPasswordReset],
+    ] as const) {
+      routes.route({
+        ...serve(spec),
+        handler: async (request, reply) => {
           await withinAddressLimit(reply, () => mail(deps, request.body.email, request.id));
           return reply.status(202).send(MAIL_REQUESTED);
         },
-      );
+      });
     }
 
-    routes.post(
-      "/v1/auth/reset-password",
-      {
-        config: NONE,
-        schema: {
-          tags: ["people"],
-          summary: "Set a new login password with the reset link's token; every session of the account ends",
-          body: z.object({ token: z.string().min(1).max(512), password: passwordSchema }),
-          response: { 200: z.object({ account: accountSchema }), ...errors(400, 415) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(recovery.resetPassword),
+      handler: async (request) => {
         const reset = await resetPassword(deps, request.body, request.id);
         await settle(reset.position);
-        return { account: await accountOf(reset.accountId) };
+        return { status: "password_reset" as const };
       },
-    );
+    });
 
-    routes.put(
-      "/v1/auth/password",
-      {
-        config: SESSION,
-        schema: {
-          tags: ["people"],
-          summary: "Change the login password (the current one required); the account's other sessions end",
-          body: z.object({ current_password: z.string().max(1024), new_password: passwordSchema }),
-          response: {
-            200: z.object({ status: z.literal("password_changed") }),
-            ...errors(400, 401, 403, 415, 429),
-          },
-        },
-      },
-      async (request, reply) => {
+    routes.route({
+      ...serve(recovery.changePassword),
+      handler: async (request, reply) => {
         const caller = callerAccount(request);
         const { current_password, new_password } = request.body;
         const changed = await withinAddressLimit(reply, () =>
@@ -258,7 +220,7 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         await settle(changed.position);
         return { status: "password_changed" as const };
       },
-    );
+    });
 
     routes.get(
       "/v1/auth/session",

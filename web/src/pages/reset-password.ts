@@ -2,7 +2,7 @@ import { api } from "../api.js";
 import { h, replace, showStatus } from "../dom.js";
 import { actionForm } from "../form.js";
 import type { Page } from "../router.js";
-import { type Account, clearSession } from "../session.js";
+import { clearSession } from "../session.js";
 import { newPasswordFields } from "./password-fields.js";
 
 /** The page of the reset e-mail's link: a new login password, after which every session has ended. */
@@ -31,7 +31,7 @@ export const resetPasswordPage: Page = {
       submit: "Set new password",
       working: "Setting your new password…",
       async action(status) {
-        const { account } = await api<{ account: Account }>("/v1/auth/reset-password", {
+        await api("/v1/auth/reset-password", {
           method: "POST",
           anonymous: true,
           json: { token, password: password.value() },
@@ -45,7 +45,7 @@ export const resetPasswordPage: Page = {
             h(
               "p",
               { class: "status", role: "status", "data-kind": "ok" },
-              `The password of ${account.email} is changed, and every session was logged out.`,
+              "Your login password is changed, and every session was logged out.",
             ),
             h("p", {}, h("a", { class: "button", href: "/login", "data-route": true }, "Log in")),
           ),
