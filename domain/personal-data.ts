@@ -5,6 +5,7 @@
 export const PERSONAL_DATA_FIELDS: Readonly<Record<string, readonly string[]>> = {
   AccountCreated: ["email", "name"],
   EmailVerificationRequested: ["email"],
+  PasswordResetRequested: ["email"],
   TransferCreated: ["recipient", "sender"],
 };
 

@@ -1,6 +1,7 @@
-import type { HumanEvent } from "../domain/human.js";
+import { type HumanEvent, setsNewPassword } from "../domain/human.js";
 import type { SessionEvent } from "../domain/session.js";
-import { categoryProjection, endedOnErasure } from "./projection.js";
+import { idOf } from "../domain/streams.js";
+import { categoryProjection, endedOnErasure, type Projection } from "./projection.js";
 
 /** A person's verification and receiving key, by account: read by resolve, sends and sessions. */
 export const humansProjection = categoryProjection<HumanEvent>({
@@ -52,5 +53,26 @@ const sessionLives = categoryProjection<SessionEvent>({
   },
 });
 
+type PasswordEvent = Extract<HumanEvent, { type: "PasswordReset" | "PasswordChanged" }>;
+
+/**
+ * A new login password ends the account's sessions: all of them after a reset (whoever had the
+ * old password is out), all but the one that asked after a change. The next request with one is 401.
+ */
+function endedOnNewPassword(inner: Projection): Projection {
+  return {
+    ...inner,
+    async apply(trx, recorded) {
+      if (!setsNewPassword(recorded.type)) return inner.apply(trx, recorded);
+      const event = { type: recorded.type, data: recorded.data } as PasswordEvent;
+      const open = trx("sessions")
+        .where({ account_id: idOf(recorded.streamId) })
+        .whereNull("ended_at");
+      if (event.type === "PasswordChanged") open.whereNot({ id: event.data.keptSessionId });
+      await open.update({ ended_at: event.data.at });
+    },
+  };
+}
+
 /** An erased person's sessions end with the erasure: the next request with one is 401. */
-export const sessionsProjection = endedOnErasure(sessionLives, "sessions", "ended_at");
+export const sessionsProjection = endedOnErasure(endedOnNewPassword(sessionLives), "sessions", "ended_at");

@@ -159,7 +159,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const rateLimits: RateLimitCounter = config.redisUrl
     ? new FallbackCounter(RedisCounter.open(config.redisUrl), (message) => console.warn(message))
     : new MemoryCounter();
-  const humanDeps: HumanDeps = { ...transferDeps, tokens, loginFailures: rateLimits };
+  const humanDeps: HumanDeps = { ...transferDeps, tokens, addressCounts: rateLimits };
   if (options.runProjections ?? true) {
     await engine.start();
     housekeeper.start();

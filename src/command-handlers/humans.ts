@@ -1,29 +1,38 @@
 import { randomUUID } from "node:crypto";
 import { accountDecider } from "../../domain/account.js";
-import { DomainError } from "../../domain/decider.js";
-import { decideLogin, humanDecider, type ReceivingKeyKdf } from "../../domain/human.js";
+import { DomainError, refuse } from "../../domain/decider.js";
+import {
+  decideLogin,
+  type HumanCommand,
+  type HumanState,
+  humanDecider,
+  type ReceivingKeyKdf,
+  setsNewPassword,
+} from "../../domain/human.js";
 import { sessionDecider } from "../../domain/session.js";
 import { streams } from "../../domain/streams.js";
 import { NO_STREAM } from "../eventstore/port.js";
 import { DEFAULT_PLAN, limitsOf } from "../plans/catalog.js";
+import { normalEmail } from "../privacy/personal-data.js";
 import { findAccount } from "../queries/accounts.js";
 import type { RateLimitCounter } from "../rate-limits/counter.js";
-import { LOGIN_FAILURES } from "../rate-limits/policy.js";
+import { ACCOUNT_MAIL_REQUESTS, LOGIN_FAILURES } from "../rate-limits/policy.js";
 import type { HumanTokens } from "../security/human-tokens.js";
 import { burnPasswordCheck, hashPassword, passwordMatches } from "../security/passwords.js";
 import { sha256Hex } from "../security/secrets.js";
 import { accountHolding, claimAddress, defaultAccountName, sealedPerson } from "./accounts.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { type Actor, accepted, appendAll, type Loaded, load, retryOnConflict, toAppend } from "./streams.js";
 import { activateHeldFor } from "./transfers/activate.js";
 import type { TransferDeps } from "./transfers/record.js";
 
 /**
  * What the people commands need beyond the transfer commands' deps: the server's signatures and
- * the login-failure counts.
+ * the per-address counts.
  */
 export interface HumanDeps extends TransferDeps {
   tokens: HumanTokens;
-  loginFailures: RateLimitCounter;
+  /** Per-address counts: failed logins and password checks, account e-mails asked for. */
+  addressCounts: RateLimitCounter;
 }
 
 /**
@@ -100,13 +109,13 @@ const invalidToken = () =>
 
 /** Decisions 4.2: the link's signature names the account and its open verification; single use, 24 hours. */
 export async function verifyEmail(deps: HumanDeps, token: string, requestId: string | null) {
-  const accountId = deps.tokens.accountOfVerification(token);
+  const accountId = deps.tokens.accountOfLink("verify", token);
   if (!accountId) throw invalidToken();
   return retryOnConflict(async () => {
     const now = deps.clock.now().toISOString();
     const human = await load(deps.store, humanDecider, streams.human(accountId));
     const open = human.state.status === "unverified" ? human.state.verification : null;
-    if (!open || !deps.tokens.verificationMatches(token, accountId, open.verificationId))
+    if (!open || !deps.tokens.linkMatches("verify", token, accountId, open.verificationId))
       throw invalidToken();
     const events = accepted(
       humanDecider.decide(
@@ -122,12 +131,36 @@ export async function verifyEmail(deps: HumanDeps, token: string, requestId: str
   });
 }
 
-/** Too many failed logins for one address (decisions 4.3): retry after this many seconds. */
-export class LoginThrottled extends Error {
-  constructor(readonly retryAfterSeconds: number) {
-    super(`too many failed logins for this address; retry after ${retryAfterSeconds} s`);
-    this.name = "LoginThrottled";
+/** Too many attempts for one address in a window (decisions 4.3): retry after this many seconds. */
+export class Throttled extends Error {
+  constructor(
+    what: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`too many ${what} for this address; retry after ${retryAfterSeconds} s`);
+    this.name = "Throttled";
   }
+}
+
+interface PerAddressLimit {
+  name: string;
+  limit: number;
+  windowMs: number;
+}
+
+/**
+ * The current window of a per-address limit, counted under a digest of the address (never the
+ * address itself); refused before any work once it holds `limit` hits. `hit` counts one more.
+ */
+async function addressWindow(deps: HumanDeps, policy: PerAddressLimit, email: string, what: string) {
+  const bucket = `${policy.name}:${sha256Hex(normalEmail(email))}`;
+  const nowMs = deps.clock.now().getTime();
+  const windowStart = Math.floor(nowMs / policy.windowMs) * policy.windowMs;
+  const hits = await deps.addressCounts.count(bucket, windowStart, policy.windowMs);
+  if (hits >= policy.limit) {
+    throw new Throttled(what, Math.max(1, Math.ceil((windowStart + policy.windowMs - nowMs) / 1000)));
+  }
+  return { hit: () => deps.addressCounts.hit(bucket, windowStart, policy.windowMs) };
 }
 
 /**
@@ -140,13 +173,7 @@ export async function logIn(
   input: { email: string; password: string },
   requestId: string | null,
 ) {
-  const bucket = `${LOGIN_FAILURES.name}:${sha256Hex(input.email.trim().toLowerCase())}`;
-  const nowMs = deps.clock.now().getTime();
-  const windowStart = Math.floor(nowMs / LOGIN_FAILURES.windowMs) * LOGIN_FAILURES.windowMs;
-  const failures = await deps.loginFailures.count(bucket, windowStart, LOGIN_FAILURES.windowMs);
-  if (failures >= LOGIN_FAILURES.limit) {
-    throw new LoginThrottled(Math.max(1, Math.ceil((windowStart + LOGIN_FAILURES.windowMs - nowMs) / 1000)));
-  }
+  const failures = await addressWindow(deps, LOGIN_FAILURES, input.email, "failed logins");
 
   // An erased person's address is held by no account any more: the same 401 as an unknown one.
   const accountId = await accountHolding(deps, input.email);
@@ -158,8 +185,7 @@ export async function logIn(
 
   const verdict = decideLogin(state, matches);
   if (verdict !== "ok") {
-    if (verdict.code === "UNAUTHORIZED")
-      await deps.loginFailures.hit(bucket, windowStart, LOGIN_FAILURES.windowMs);
+    if (verdict.code === "UNAUTHORIZED") await failures.hit();
     throw verdict;
   }
   const sessionId = randomUUID();
@@ -175,6 +201,12 @@ export async function logIn(
   const position = await appendAll(deps.store, [
     toAppend({ streamId: streams.session(sessionId), expected: NO_STREAM }, started, actor, now),
   ]);
+  // A new password recorded between this check and this session ended the sessions the read
+  // model held then, not this one: it ends here, refused as the old password now is.
+  if (human && (await passwordSetSince(deps, human))) {
+    await logOut(deps, sessionId, actor);
+    throw refuse("UNAUTHORIZED", "wrong e-mail or password");
+  }
   const data = started[0]?.data as { expiresAt: string };
   return {
     position,
@@ -182,6 +214,13 @@ export async function logIn(
     token: deps.tokens.sessionToken(sessionId),
     expiresAt: data.expiresAt,
   };
+}
+
+/** Whether the person's stream holds a new password after the version `loaded` was read at. */
+async function passwordSetSince(deps: HumanDeps, loaded: Loaded<HumanState>): Promise<boolean> {
+  const next = typeof loaded.expected === "number" ? loaded.expected + 1 : 0;
+  const later = await deps.store.readStream(loaded.streamId, next);
+  return later.some((event) => setsNewPassword(event.type));
 }
 
 /** Decisions 4.3: ends the caller's session at once (the next request with it is 401). */
@@ -237,5 +276,130 @@ function recordReceivingKey(
     const state = events.reduce(humanDecider.evolve, human.state);
     if (state.status === "none" || !state.receivingKey) throw new Error("a receiving key set is missing");
     return { position, receivingKey: state.receivingKey };
+  });
+}
+
+/**
+ * Forgot password and resend verification: an e-mail to the address's account when there is one
+ * to send (a person's account; for a new verify link, one not confirmed yet). The caller answers
+ * the same whatever happened, so nobody learns whether an address has an account; every request
+ * counts against the address's ACCOUNT_MAIL_REQUESTS, known or not.
+ */
+async function mailAccountHolder(
+  deps: HumanDeps,
+  email: string,
+  requestId: string | null,
+  command: (sealedEmail: string, now: string) => HumanCommand,
+): Promise<void> {
+  const requests = await addressWindow(deps, ACCOUNT_MAIL_REQUESTS, email, "e-mails asked for");
+  await requests.hit();
+  const accountId = await accountHolding(deps, email);
+  const personId = accountId ? await deps.people.findPerson(email) : null;
+  if (!accountId || !personId) return;
+  const sealedEmail = await deps.people.seal(personId, email.trim());
+  await retryOnConflict(async () => {
+    const now = deps.clock.now().toISOString();
+    const human = await load(deps.store, humanDecider, streams.human(accountId));
+    const decision = humanDecider.decide(command(sealedEmail, now), human.state, undefined);
+    // An agent's account or a confirmed address: nothing to send, and the same answer as any.
+    if (decision instanceof DomainError) return;
+    await appendAll(deps.store, [toAppend(human, decision, personActing(accountId, requestId), now)]);
+  });
+}
+
+/** A new verification link (24 hours) for an address not confirmed yet; the previous link stops working. */
+export function resendVerification(deps: HumanDeps, email: string, requestId: string | null) {
+  return mailAccountHolder(deps, email, requestId, (sealedEmail, now) => ({
+    type: "ResendVerification",
+    verificationId: randomUUID(),
+    email: sealedEmail,
+    now,
+  }));
+}
+
+/** A password-reset link (single use, one hour) to the address of a person's account. */
+export function requestPasswordReset(deps: HumanDeps, email: string, requestId: string | null) {
+  return mailAccountHolder(deps, email, requestId, (sealedEmail, now) => ({
+    type: "RequestPasswordReset",
+    resetId: randomUUID(),
+    email: sealedEmail,
+    now,
+  }));
+}
+
+const invalidResetToken = () =>
+  new DomainError("INVALID_TOKEN", "this password-reset link is invalid, used or expired");
+
+/**
+ * A new login password from the link of the reset e-mail: the link's signature names the account
+ * and its open reset (single use, one hour). Every session of the account ends with it.
+ */
+export async function resetPassword(
+  deps: HumanDeps,
+  input: { token: string; password: string },
+  requestId: string | null,
+) {
+  const accountId = deps.tokens.accountOfLink("reset", input.token);
+  if (!accountId) throw invalidResetToken();
+  return retryOnConflict(async () => {
+    const human = await load(deps.store, humanDecider, streams.human(accountId));
+    const open = human.state.status === "none" ? null : human.state.reset;
+    if (!open || !deps.tokens.linkMatches("reset", input.token, accountId, open.resetId))
+      throw invalidResetToken();
+    const sealedPasswordHash = await hashPassword(deps.serverKey, input.password);
+    const now = deps.clock.now().toISOString();
+    const events = accepted(
+      humanDecider.decide(
+        { type: "ResetPassword", resetId: open.resetId, sealedPasswordHash, now },
+        human.state,
+        undefined,
+      ),
+    );
+    const position = await appendAll(deps.store, [
+      toAppend(human, events, personActing(accountId, requestId), now),
+    ]);
+    return { position, accountId };
+  });
+}
+
+/**
+ * A new login password, given the current one: wrong guesses count as failed logins of the
+ * account's address (so a stolen session cannot try passwords faster than a login could). Every
+ * other session of the account ends; the caller's stays open.
+ */
+export async function changePassword(
+  deps: HumanDeps,
+  actor: Actor & { accountId: string; sessionId: string },
+  input: { currentPassword: string; newPassword: string },
+) {
+  const account = await findAccount(deps.db, deps.people, actor.accountId);
+  if (!account) throw new DomainError("FORBIDDEN", "only a person's account has a login password");
+  const failures = await addressWindow(deps, LOGIN_FAILURES, account.email, "failed password checks");
+  return retryOnConflict(async () => {
+    const human = await load(deps.store, humanDecider, streams.human(actor.accountId));
+    if (human.state.status === "none")
+      throw new DomainError("FORBIDDEN", "only a person's account has a login password");
+    // Both scrypt runs at once: a wrong guess costs as long as a right one.
+    const [currentPasswordMatches, sealedPasswordHash] = await Promise.all([
+      passwordMatches(deps.serverKey, human.state.sealedPasswordHash, input.currentPassword),
+      hashPassword(deps.serverKey, input.newPassword),
+    ]);
+    if (!currentPasswordMatches) await failures.hit();
+    const now = deps.clock.now().toISOString();
+    const events = accepted(
+      humanDecider.decide(
+        {
+          type: "ChangePassword",
+          currentPasswordMatches,
+          sealedPasswordHash,
+          sessionId: actor.sessionId,
+          now,
+        },
+        human.state,
+        undefined,
+      ),
+    );
+    const position = await appendAll(deps.store, [toAppend(human, events, actor, now)]);
+    return { position };
   });
 }

@@ -1,3 +1,4 @@
+import { accountRecoveryOperations } from "./account-recovery.js";
 import { adminOperations } from "./admin.js";
 import { agentOperations } from "./agents.js";
 import { apiKeyOperations } from "./api-keys.js";
@@ -19,6 +20,7 @@ import { transferOperations } from "./transfers.js";
 export const OPERATIONS: readonly OperationSpec[] = [
   ...healthOperations,
   ...peopleOperations,
+  ...accountRecoveryOperations,
   ...agentOperations,
   ...directoryOperations,
   ...profileOperations,

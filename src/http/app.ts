@@ -8,7 +8,7 @@ import { echoRequestId, requestLogOptions } from "../observability/request-log.j
 import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
 import { answerClientError, registerProtocolAnswers } from "./client-errors.js";
-import { sendError, sendNotFound } from "./errors.js";
+import { sendError } from "./errors.js";
 import { Idempotency } from "./idempotency.js";
 import { registerJsonGuard } from "./json-guard.js";
 import { JSON_BODY_LIMIT, MAX_PARAM_LENGTH, serverTimeouts, TIME_LIMITS, type TimeLimits } from "./limits.js";
@@ -30,7 +30,7 @@ import { profileRoutes } from "./routes/profile.js";
 import { resumableRoutes } from "./routes/resumable.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { registerSlowBodyGuard } from "./slow-bodies.js";
-import { defaultWebRoot, objectStoreOrigins, registerWebApp } from "./web-app.js";
+import { defaultWebRoot, notFoundAnswer, objectStoreOrigins, registerWebApp } from "./web-app.js";
 
 export interface AppOptions {
   logger?: boolean;
@@ -63,7 +63,11 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   app.removeContentTypeParser("text/plain");
   app.setErrorHandler(sendError);
   registerProtocolAnswers(app);
-  app.setNotFoundHandler(sendNotFound);
+  const webApp = {
+    root: options.webRoot ?? defaultWebRoot(),
+    connectOrigins: objectStoreOrigins(service.config.s3),
+  };
+  app.setNotFoundHandler(notFoundAnswer(webApp));
 
   app.addHook("onRoute", (route) => {
     // The documentation pages are public; this hook must exist before swagger-ui adds them.
@@ -109,9 +113,6 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   await app.register(resumableRoutes(context, service.uploadLinks));
   if (service.config.adminToken) await app.register(adminRoutes(context));
-  await registerWebApp(app, {
-    root: options.webRoot ?? defaultWebRoot(),
-    connectOrigins: objectStoreOrigins(service.config.s3),
-  });
+  await registerWebApp(app, webApp);
   return app;
 }

@@ -1,8 +1,10 @@
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
-import type { FastifyInstance, FastifyPluginAsync } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { sendNotFound } from "./errors.js";
 
 /**
  * The pages of decisions 4.8, and `/t/{id}` (a transfer's `url`, shown in the inbox): each answers
@@ -16,8 +18,15 @@ export const WEB_APP_PAGES = [
   "/inbox",
   "/send",
   "/settings",
+  "/sent",
+  "/forgot-password",
+  "/reset-password",
+  "/resend-verification",
   "/t/:id",
 ] as const;
+
+/** Paths of the API and the operational endpoints: an unknown one answers the JSON 404 to anyone. */
+const API_PATHS = /^\/(v1|docs|metrics|healthz|readyz)(\/|$)/;
 
 /** Where the bundler puts hashed file names: safe to cache for a year. */
 const HASHED_ASSETS = "/assets/";
@@ -73,21 +82,52 @@ export interface WebAppOptions {
   connectOrigins?: string[];
 }
 
+/** What every file of the app is served with. */
+function securityHeaders(connectOrigins: string[]): [string, string][] {
+  return [
+    ["content-security-policy", contentSecurityPolicy(connectOrigins)],
+    ["x-content-type-options", "nosniff"],
+    // The verify and reset links carry their token in the query: never send it on as a Referer.
+    ["referrer-policy", "no-referrer"],
+    ["cross-origin-opener-policy", "same-origin"],
+  ];
+}
+
+/**
+ * The 404 of every unknown path. A browser opening a page that does not exist (a GET asking for
+ * HTML, outside the API's paths) gets the app's document with status 404, and the app shows its
+ * "page not found" page; everything else, API clients and the API's own paths included, gets the
+ * JSON error body. Without a build, the JSON answer for all.
+ */
+export function notFoundAnswer({ root, connectOrigins = [] }: WebAppOptions) {
+  const page = join(root, "index.html");
+  const built = existsSync(page);
+  const headers = securityHeaders(connectOrigins);
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split("?")[0] ?? "/";
+    const wantsPage =
+      (request.method === "GET" || request.method === "HEAD") &&
+      (request.headers.accept ?? "").includes("text/html") &&
+      !API_PATHS.test(path);
+    if (!built || !wantsPage) return sendNotFound(request, reply);
+    for (const [name, value] of headers) reply.header(name, value);
+    return reply
+      .status(404)
+      .header("cache-control", "no-cache")
+      .type("text/html; charset=utf-8")
+      .send(await readFile(page));
+  };
+}
+
 /**
  * Serves the web app from the same origin as the API: one route per built file (no wildcard, so
- * nothing under /v1, /docs, /metrics or /healthz is shadowed and unknown paths keep the JSON
- * 404), and the page paths answered with index.html. The HTML and the service worker are
+ * nothing under /v1, /docs, /metrics or /healthz is shadowed; unknown paths get notFoundAnswer),
+ * and the page paths answered with index.html. The HTML and the service worker are
  * revalidated on every load so a new build takes effect at once; hashed assets are immutable.
  * Every file (index.html included, through sendFile) carries the security headers.
  */
 export function webAppRoutes({ root, connectOrigins = [] }: WebAppOptions): FastifyPluginAsync {
-  const headers: [string, string][] = [
-    ["content-security-policy", contentSecurityPolicy(connectOrigins)],
-    ["x-content-type-options", "nosniff"],
-    // The verify link carries its token in the query: never send it on as a Referer.
-    ["referrer-policy", "no-referrer"],
-    ["cross-origin-opener-policy", "same-origin"],
-  ];
+  const headers = securityHeaders(connectOrigins);
 
   return async (app: FastifyInstance) => {
     app.addHook("onRoute", (route) => {

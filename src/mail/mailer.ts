@@ -3,7 +3,7 @@ import { join } from "node:path";
 import nodemailer from "nodemailer";
 
 /** Decisions section 4: every e-mail says what it is in this header. */
-export type EmailType = "verify" | "invite" | "nudge" | "files-ready";
+export type EmailType = "verify" | "invite" | "nudge" | "files-ready" | "password-reset";
 
 export interface Email {
   to: string;

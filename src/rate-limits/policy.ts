@@ -71,3 +71,9 @@ export function rateLimitRule(method: string, routePattern: string): RateLimitRu
  * refused (429 RATE_LIMITED) until the window ends, right password or not.
  */
 export const LOGIN_FAILURES = { name: "login-failures", limit: 10, windowMs: 15 * 60_000 } as const;
+
+/**
+ * Forgot-password and resend-verification e-mails per address (known or not, so the limit tells
+ * nothing): enough for a person who mistyped, too few to flood someone's mailbox.
+ */
+export const ACCOUNT_MAIL_REQUESTS = { name: "account-mail", limit: 5, windowMs: 15 * 60_000 } as const;

@@ -41,7 +41,7 @@ function verifyMail(
   accountId: string,
   data: Extract<HumanEvent, { type: "EmailVerificationRequested" }>["data"],
 ): Email {
-  const link = `${deps.publicBaseUrl}/verify?token=${deps.tokens.verificationToken(accountId, data.verificationId)}`;
+  const link = `${deps.publicBaseUrl}/verify?token=${deps.tokens.linkToken("verify", accountId, data.verificationId)}`;
   return {
     to: data.email,
     type: "verify",
@@ -51,6 +51,27 @@ function verifyMail(
       link,
       "",
       `The link works once, until ${data.expiresAt}. If you did not sign up, ignore this e-mail.`,
+    ].join("\n"),
+  };
+}
+
+/** The link of the reset page, signed for this account's open reset: single use, one hour. */
+function resetMail(
+  deps: PeopleMailDeps,
+  accountId: string,
+  data: Extract<HumanEvent, { type: "PasswordResetRequested" }>["data"],
+): Email {
+  const link = `${deps.publicBaseUrl}/reset-password?token=${deps.tokens.linkToken("reset", accountId, data.resetId)}`;
+  return {
+    to: data.email,
+    type: "password-reset",
+    subject: "Reset your Handoff password",
+    text: [
+      "Someone asked to reset the login password of your Handoff account. Choose a new one here:",
+      link,
+      "",
+      `The link works once, until ${data.expiresAt}. Setting a new password logs out every session.`,
+      "If you did not ask, ignore this e-mail: your password stays as it is.",
     ].join("\n"),
   };
 }
@@ -111,18 +132,25 @@ function filesReadyMail(
   };
 }
 
+type LinkRequested = Extract<HumanEvent, { type: "EmailVerificationRequested" | "PasswordResetRequested" }>;
+
+/** A link to a person's own address, unless it has expired already or the person is erased. */
+async function linkMail<Data extends LinkRequested["data"]>(
+  deps: PeopleMailDeps,
+  recorded: RecordedEvent,
+  now: number,
+  write: (deps: PeopleMailDeps, accountId: string, data: Data) => Email,
+): Promise<Email | null> {
+  const data = await opened(deps.people, recorded.data as Data, ["email"]);
+  if (!data || Date.parse(data.expiresAt) <= now) return null;
+  return write(deps, idOf(recorded.streamId), data);
+}
+
 /** The e-mail an event calls for, or null. */
 async function mailFor(deps: PeopleMailDeps, recorded: RecordedEvent): Promise<Email | null> {
   const now = deps.clock.now().getTime();
-  if (recorded.type === "EmailVerificationRequested") {
-    const data = await opened(
-      deps.people,
-      recorded.data as Extract<HumanEvent, { type: "EmailVerificationRequested" }>["data"],
-      ["email"],
-    );
-    if (!data) return null;
-    return Date.parse(data.expiresAt) > now ? verifyMail(deps, idOf(recorded.streamId), data) : null;
-  }
+  if (recorded.type === "EmailVerificationRequested") return linkMail(deps, recorded, now, verifyMail);
+  if (recorded.type === "PasswordResetRequested") return linkMail(deps, recorded, now, resetMail);
   if (recorded.type === "TransferCreated") {
     const created = recorded.data as unknown as Created;
     if (created.mode !== "agent-to-human" || Date.parse(created.expiresAt) <= now) return null;
@@ -145,7 +173,7 @@ async function mailFor(deps: PeopleMailDeps, recorded: RecordedEvent): Promise<E
 
 /**
  * Decisions 4.5: every e-mail to people, each once per event, with its X-Service-Email-Type:
- * `verify` after sign-up, `invite` (no account) or `nudge` (no receiving key) for a transfer held
+ * `verify` after sign-up (and for each new link asked for), `password-reset` for a forgotten password, `invite` (no account) or `nudge` (no receiving key) for a transfer held
  * for someone, `files-ready` when a person's transfer can be opened (at once, or on activation).
  * The invite limit is enforced when the transfer is created.
  */

@@ -8,10 +8,13 @@ import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
  *
  * Session: `hss_<session uuid, hex>_<43 base64url chars of HMAC>`.
  * Verification: `hvt_<account uuid, hex>_<43 base64url chars of HMAC>`.
+ * Password reset: `hrt_<account uuid, hex>_<43 base64url chars of HMAC>`.
  */
 export const SESSION_TOKEN_PREFIX = "hss_";
-const VERIFY_PREFIX = "hvt_";
-const TOKEN = /^(hss|hvt)_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
+/** The links mailed to people: a verification (decisions 4.2) or a password reset. */
+export type PersonLink = "verify" | "reset";
+const LINK_PREFIX = { verify: "hvt", reset: "hrt" } as const;
+const TOKEN = /^(hss|hvt|hrt)_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
 
 const hex = (uuid: string) => uuid.replaceAll("-", "");
 const uuidOf = (h: string) =>
@@ -36,22 +39,23 @@ export class HumanTokens {
     return this.macMatches(`session:${sessionId}`, parsed.mac) ? sessionId : null;
   }
 
-  verificationToken(accountId: string, verificationId: string): string {
-    return `${VERIFY_PREFIX}${hex(accountId)}_${this.mac(`verify:${accountId}:${verificationId}`)}`;
+  /** The token of a link mailed to a person: it signs the account and its open verification or reset. */
+  linkToken(kind: PersonLink, accountId: string, id: string): string {
+    return `${LINK_PREFIX[kind]}_${hex(accountId)}_${this.mac(`${kind}:${accountId}:${id}`)}`;
   }
 
-  /** The account a verification link names; its signature is checked against that account's open verification. */
-  accountOfVerification(token: string): string | null {
-    const parsed = this.parse(token, "hvt");
+  /** The account a link names; its signature is checked against that account's open one by linkMatches. */
+  accountOfLink(kind: PersonLink, token: string): string | null {
+    const parsed = this.parse(token, LINK_PREFIX[kind]);
     return parsed ? uuidOf(parsed.id) : null;
   }
 
-  verificationMatches(token: string, accountId: string, verificationId: string): boolean {
-    const parsed = this.parse(token, "hvt");
-    return parsed !== null && this.macMatches(`verify:${accountId}:${verificationId}`, parsed.mac);
+  linkMatches(kind: PersonLink, token: string, accountId: string, id: string): boolean {
+    const parsed = this.parse(token, LINK_PREFIX[kind]);
+    return parsed !== null && this.macMatches(`${kind}:${accountId}:${id}`, parsed.mac);
   }
 
-  private parse(token: string, prefix: "hss" | "hvt"): { id: string; mac: string } | null {
+  private parse(token: string, prefix: "hss" | "hvt" | "hrt"): { id: string; mac: string } | null {
     const [, kind, id, mac] = TOKEN.exec(token) ?? [];
     return kind === prefix && id && mac ? { id, mac } : null;
   }

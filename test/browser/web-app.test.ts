@@ -17,12 +17,25 @@ if (chromiumSkipReason) console.warn(`[handoff tests] browser suite skipped: ${c
 const SCREENSHOTS = process.env.HANDOFF_SCREENSHOTS;
 const PERSON = "dana@example.com";
 const LOGIN_PASSWORD = "correct horse battery";
+const NEW_LOGIN_PASSWORD = "a fresh login passphrase";
+const RESET_LOGIN_PASSWORD = "reset after forgetting it";
+const MISSING_PAGE = "/no-such-page";
+/** Set in beforeAll: where the server listens and keeps its outbox. */
+let baseUrl: string;
+let dataDir: string;
 const RECEIVING_PASSWORD = "receiving staple 42";
 
 async function snap(page: Page, name: string): Promise<void> {
   if (!SCREENSHOTS) return;
   mkdirSync(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** A picture of one part of a page (a settings section). */
+async function snapPart(part: Locator, name: string): Promise<void> {
+  if (!SCREENSHOTS) return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await part.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
 }
 
 /** Waits for `success` to show; an error the page reports instead fails at once, in its words. */
@@ -41,16 +54,35 @@ function statusSays(page: Page, text: string, scope = page.locator("main")): Pro
   return until(page, scope.locator('.status[data-kind="ok"]', { hasText: text }));
 }
 
+/**
+ * The link of the `count`-th e-mail of `type` to `to`, once the mail reactor has written it (it
+ * goes out after the event is recorded).
+ */
+async function linkInMail(type: string, to: string, path: string, count = 1): Promise<string> {
+  for (let i = 0; ; i++) {
+    expect(i, `a ${type} e-mail to ${to} with a link to ${path}`).toBeLessThan(300);
+    const mails = outboxMessages(dataDir).filter((m) => m.type === type && m.to.includes(to));
+    const link =
+      mails[count - 1] &&
+      new RegExp(`${baseUrl}${path}\\?token=[^\\s"<>]+`).exec(mails[count - 1]?.text ?? "")?.[0];
+    if (link) return link;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 const suite = `a person in the browser (headless Chromium)${chromiumSkipReason ? `: skipped, ${chromiumSkipReason}` : ""}`;
 
 describe.skipIf(chromiumSkipReason !== "")(suite, () => {
   let t: TestApp;
   let browser: Browser;
   let page: Page;
-  let baseUrl: string;
   const web = tempDir("handoff-web-build-");
   const work = tempDir("handoff-browser-");
   const consoleErrors: string[] = [];
+  /** The agent of the first test, and the transfer the person sent it there. */
+  let agent: HandoffClient;
+  let transferId: string;
+  let agentAccountEmail: string;
 
   beforeAll(async () => {
     await buildWebApp(web.path);
@@ -58,13 +90,18 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     baseUrl = `http://127.0.0.1:${port}`;
     t = await startTestApp({ env: { PUBLIC_BASE_URL: baseUrl }, app: { webRoot: web.path } });
     await t.app.listen({ port, host: "127.0.0.1" });
+    dataDir = t.service.config.dataDir;
     browser = await launchChromium();
     page = await browser.context.newPage();
     // A CSP violation or a script error is a failure even when the flow gets through. Chromium
-    // also logs each 4xx answer; the one expected is GET /v1/auth/receiving-key's 404 (none set yet).
+    // also logs each 4xx answer; those expected are GET /v1/auth/receiving-key's 404 (none set
+    // yet), the 404 of the page that does not exist and the 401 of a login with a changed password.
     page.on("console", (message) => {
+      const url = message.location().url;
+      const text = message.text();
       const expected =
-        message.location().url.endsWith("/v1/auth/receiving-key") && message.text().includes("404");
+        ((url.endsWith("/v1/auth/receiving-key") || url.endsWith(MISSING_PAGE)) && text.includes("404")) ||
+        (url.endsWith("/v1/auth/login") && text.includes("401"));
       if (message.type() === "error" && !expected) consoleErrors.push(message.text());
     });
     page.on("pageerror", (error) => consoleErrors.push(error.message));
@@ -79,9 +116,10 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
 
   it("receives a file an agent sent before the account existed, and sends one back; both byte-identical", async () => {
     // An agent sends to an e-mail address nobody has signed up with yet.
-    const { apiKey } = await t.newAccount();
+    const { apiKey, email } = await t.newAccount();
+    agentAccountEmail = email;
     const identity = createIdentity("report-bot");
-    const agent = new HandoffClient({ baseUrl, apiKey, identity });
+    agent = new HandoffClient({ baseUrl, apiKey, identity });
     await agent.registerAgent(identity, { name: "Report bot" });
     const report = Buffer.concat([Buffer.from("%PDF-1.7 quarterly report\n"), randomBytes(300_000)]);
     const reportPath = join(work.path, "q3-report.pdf");
@@ -103,16 +141,8 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await until(page, page.getByRole("heading", { name: "Check your e-mail" }));
 
     // The e-mail goes out from a reactor after the sign-up is recorded: wait for it.
-    let link: string | undefined;
-    for (let i = 0; !link; i++) {
-      expect(i, "a verify e-mail with a link to the web app").toBeLessThan(200);
-      const mail = outboxMessages(t.service.config.dataDir).find(
-        (m) => m.type === "verify" && m.to.includes(PERSON),
-      );
-      link = mail && new RegExp(`${baseUrl}/verify\\?token=[^\\s"<>]+`).exec(mail.text)?.[0];
-      if (!link) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    await page.goto(link as string);
+    const link = await linkInMail("verify", PERSON, "/verify");
+    await page.goto(link);
     await statusSays(page, "is confirmed");
     expect(page.url()).toBe(`${baseUrl}/verify`);
     await snap(page, "verify");
@@ -161,7 +191,7 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await page.getByRole("button", { name: "Encrypt and send" }).click();
     await statusSays(page, "end-to-end encrypted");
     const sentText = (await page.locator('.status[data-kind="ok"]').textContent()) ?? "";
-    const transferId = /transfer (tr_\w+)/.exec(sentText)?.[1] as string;
+    transferId = /transfer (tr_\w+)/.exec(sentText)?.[1] as string;
     expect(transferId).toBeTruthy();
 
     const received = await agent.receive(transferId, { outDir: join(work.path, "agent-inbox") });
@@ -181,6 +211,181 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await snap(page, "settings");
     const profile = await fetch(`${baseUrl}/v1/api-keys`, { headers: { authorization: `Bearer ${issued}` } });
     expect(profile.status).toBe(200);
+
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("lets the person run their account: files one by one, sent transfers, delete, keys, passwords, 404", async () => {
+    await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseUrl });
+    // Two files, now that the person has a receiving key: ready at once.
+    const notes = Buffer.concat([Buffer.from("notes\n"), randomBytes(150_000)]);
+    const data = randomBytes(6 * 1024 * 1024);
+    writeFileSync(join(work.path, "notes.txt"), notes);
+    writeFileSync(join(work.path, "data.bin"), data);
+    const two = await agent.send({
+      to: PERSON,
+      paths: [join(work.path, "notes.txt"), join(work.path, "data.bin")],
+      maxDownloads: 3,
+    });
+    expect(two.status).toBe("active");
+
+    // The tab is still unlocked: move within the app (a reload would lock it).
+    await page.getByRole("link", { name: "Inbox" }).click();
+    const item = page.locator(`[data-transfer="${two.id}"]`);
+    for (let i = 0; !(await item.count()); i++) {
+      expect(i, "the new transfer is listed").toBeLessThan(50);
+      await page.getByRole("button", { name: "Refresh" }).click();
+      await page.waitForTimeout(200);
+    }
+    const statusTexts = item.locator(".status");
+    // Every text the transfer's status line shows, kept in the page for the checks below.
+    await page.evaluate(`{
+      const item = document.querySelector('[data-transfer="${two.id}"]');
+      window.seen = [];
+      new MutationObserver(() => window.seen.push(item.querySelector(".status").textContent))
+        .observe(item, { subtree: true, childList: true, characterData: true });
+    }`);
+
+    // One file of the two: only that one is saved.
+    const one = page.waitForEvent("download");
+    await item.getByRole("button", { name: "Download data.bin" }).click();
+    const saved = await one;
+    expect(saved.suggestedFilename()).toBe("data.bin");
+    await saved.saveAs(join(work.path, "one-data.bin"));
+    await statusSays(page, "Saved data.bin (6.0 MB), decrypted and verified", item);
+    expect(readFileSync(join(work.path, "one-data.bin")).equals(data)).toBe(true);
+    const seen = (await page.evaluate("window.seen")) as string[];
+    expect(seen.some((text) => /^Decrypting data\.bin: [\d.]+ (bytes|KB|MB) of 6\.0 MB/.test(text))).toBe(
+      true,
+    );
+    await item.getByText("downloaded once of 3").waitFor();
+
+    // Download all: both files, within the same counted download (its links still live).
+    const saves: Promise<void>[] = [];
+    const names: string[] = [];
+    const collect = (download: import("playwright-core").Download) => {
+      names.push(download.suggestedFilename());
+      saves.push(download.saveAs(join(work.path, `all-${download.suggestedFilename()}`)));
+    };
+    page.on("download", collect);
+    await item.getByRole("button", { name: "Download all" }).click();
+    await statusSays(page, "Saved 2 files", item);
+    page.off("download", collect);
+    await Promise.all(saves);
+    expect(names.sort()).toEqual(["data.bin", "notes.txt"]);
+    expect(readFileSync(join(work.path, "all-notes.txt")).equals(notes)).toBe(true);
+    expect(readFileSync(join(work.path, "all-data.bin")).equals(data)).toBe(true);
+    expect(await statusTexts.textContent()).toContain("(6.1 MB)");
+    await item.getByText("downloaded once of 3").waitFor();
+    await snap(page, "inbox-files");
+
+    // Delete asks first; Cancel keeps the transfer, the dialog's own button deletes it.
+    await item.getByRole("button", { name: "Delete" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete this transfer?" });
+    await dialog.waitFor();
+    await snap(page, "confirm-delete");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "detached" });
+    expect(await item.count()).toBe(1);
+    await item.getByRole("button", { name: "Delete" }).click();
+    await dialog.getByRole("button", { name: "Delete transfer" }).click();
+    await item.waitFor({ state: "detached" });
+    await expect(agent.transfer(two.id)).rejects.toThrow(/not found/i);
+
+    // What the person sent, with its download count; deleted the same way.
+    await page.getByRole("link", { name: "Sent" }).click();
+    const sent = page.locator(`[data-transfer="${transferId}"]`);
+    await sent.getByText("downloaded once of").waitFor();
+    expect(await sent.textContent()).toContain("To report-bot");
+    expect(await sent.textContent()).toContain("contract.pdf");
+    await snap(page, "sent");
+    await sent.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Delete transfer" }).click();
+    await sent.waitFor({ state: "detached" });
+    await page.getByText("Nothing sent yet").waitFor();
+
+    // A new API key is copied with one click; revoking it asks first.
+    await page.getByRole("link", { name: "Settings" }).click();
+    await page.getByLabel("Name of a new key").fill("ci runner");
+    await page.getByRole("button", { name: "Create API key" }).click();
+    const issued = (await page.locator("code.secret").textContent({ timeout: 30_000 })) ?? "";
+    await page.getByRole("button", { name: "Copy key" }).click();
+    await page.getByRole("button", { name: "Copied" }).waitFor();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(issued);
+    await snapPart(
+      page.locator("section", { has: page.getByRole("heading", { name: "API keys" }) }),
+      "api-key-copy",
+    );
+    await page.getByRole("button", { name: "Revoke ci runner" }).click();
+    const revoke = page.getByRole("dialog", { name: "Revoke the key “ci runner”?" });
+    await revoke.getByRole("button", { name: "Revoke key" }).click();
+    await page.getByRole("cell", { name: "ci runner", exact: true }).waitFor({ state: "detached" });
+    const refused = await fetch(`${baseUrl}/v1/api-keys`, { headers: { authorization: `Bearer ${issued}` } });
+    expect(refused.status).toBe(401);
+
+    // Removing a connection asks too.
+    await page.getByLabel("E-mail of an account to connect with").fill(agentAccountEmail);
+    await page.getByRole("button", { name: "Send invitation" }).click();
+    await page.getByRole("button", { name: "Withdraw" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Withdraw" }).click();
+    await page.getByText("No connections yet").waitFor();
+
+    // A new login password, given the current one.
+    const loginSection = page.locator("section", {
+      has: page.getByRole("heading", { name: "Login password" }),
+    });
+    await loginSection.getByLabel("Current login password").fill(LOGIN_PASSWORD);
+    await loginSection.getByLabel("New login password").fill(NEW_LOGIN_PASSWORD);
+    await loginSection.getByLabel("Repeat the new password").fill(NEW_LOGIN_PASSWORD);
+    await snapPart(loginSection, "change-password");
+    await loginSection.getByRole("button", { name: "Change login password" }).click();
+    await statusSays(page, "Login password changed", loginSection);
+
+    // Forgot it anyway: the reset link from the e-mail sets another and ends every session.
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("link", { name: "Forgot your password?" }).click();
+    await page.getByLabel("E-mail address").fill(PERSON);
+    await page.getByRole("button", { name: "Send reset link" }).click();
+    await statusSays(page, "an e-mail with a link is on its way");
+    await snap(page, "forgot-password");
+    await page.goto(await linkInMail("password-reset", PERSON, "/reset-password"));
+    expect(page.url()).toBe(`${baseUrl}/reset-password`);
+    await page.getByLabel("New login password").fill(RESET_LOGIN_PASSWORD);
+    await page.getByLabel("Repeat the new password").fill(RESET_LOGIN_PASSWORD);
+    await snap(page, "reset-password");
+    await page.getByRole("button", { name: "Set new password" }).click();
+    await statusSays(page, "every session was logged out");
+    await page.getByRole("link", { name: "Log in" }).last().click();
+    await page.getByLabel("E-mail address").fill(PERSON);
+    await page.getByLabel("Password").fill(NEW_LOGIN_PASSWORD);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.locator('main .status[data-kind="error"]', { hasText: "wrong e-mail or password" }).waitFor();
+    await page.getByLabel("Password").fill(RESET_LOGIN_PASSWORD);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await until(page, page.getByRole("heading", { name: "Unlock your files" }));
+
+    // Someone whose confirmation e-mail went missing asks for a new link.
+    const latecomer = "lee@example.com";
+    const signup = await t.call("POST", "/v1/auth/signup", {
+      body: { email: latecomer, password: LOGIN_PASSWORD },
+    });
+    expect(signup.statusCode).toBe(201);
+    await page.goto(`${baseUrl}/resend-verification`);
+    await page.getByLabel("E-mail address").fill(latecomer);
+    await page.getByRole("button", { name: "Send a new link" }).click();
+    await statusSays(page, "an e-mail with a link is on its way");
+    await snap(page, "resend-verification");
+    await page.goto(await linkInMail("verify", latecomer, "/verify", 2));
+    await statusSays(page, "lee@example.com is confirmed");
+
+    // A page that does not exist: a page saying so, with status 404; the API keeps its JSON.
+    const missing = await page.goto(`${baseUrl}${MISSING_PAGE}`);
+    expect(missing?.status()).toBe(404);
+    await page.getByRole("heading", { name: "Page not found" }).waitFor();
+    await snap(page, "not-found");
+    const api404 = await fetch(`${baseUrl}/v1/no-such-route`, { headers: { accept: "text/html" } });
+    expect(api404.status).toBe(404);
+    expect(((await api404.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");
 
     expect(consoleErrors).toEqual([]);
   });

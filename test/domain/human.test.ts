@@ -73,6 +73,86 @@ describe("human decider", () => {
   });
 });
 
+describe("human decider: the login password and links asked for again", () => {
+  const LATER = "2026-01-01T00:30:00.000Z";
+  const resetAsked: HumanEvent = {
+    type: "PasswordResetRequested",
+    data: { resetId: "r-1", email: "sealed-address", expiresAt: "2026-01-01T01:00:00.000Z" },
+  };
+  const reset = (resetId: string, now = LATER) =>
+    ({ type: "ResetPassword", resetId, sealedPasswordHash: "new-sealed", now }) as const;
+  const change = (currentPasswordMatches: boolean) =>
+    ({
+      type: "ChangePassword",
+      currentPasswordMatches,
+      sealedPasswordHash: "changed-sealed",
+      sessionId: "s-1",
+      now: LATER,
+    }) as const;
+
+  it("resends a verification link only while the address is unconfirmed; the new one replaces the old", () => {
+    const resend = {
+      type: "ResendVerification" as const,
+      verificationId: "v-2",
+      email: "sealed-address",
+      now: NOW,
+    };
+    const again: HumanEvent = {
+      type: "EmailVerificationRequested",
+      data: { verificationId: "v-2", email: "sealed-address", expiresAt: "2026-01-02T00:00:00.000Z" },
+    };
+    given(humanDecider, [signedUp, requested]).when(resend).then([again]);
+    given(humanDecider, [signedUp, requested, again])
+      .when({ type: "VerifyEmail", verificationId: "v-1", now: NOW })
+      .thenRefused("INVALID_TOKEN");
+    given(humanDecider, [signedUp, requested, verified]).when(resend).thenRefused("CONFLICT");
+    given(humanDecider, []).when(resend).thenRefused("CONFLICT");
+  });
+
+  it("opens a one-hour reset for a person's account only", () => {
+    const ask = { type: "RequestPasswordReset" as const, resetId: "r-1", email: "sealed-address", now: NOW };
+    given(humanDecider, [signedUp, requested, verified]).when(ask).then([resetAsked]);
+    given(humanDecider, []).when(ask).thenRefused("NOT_FOUND");
+  });
+
+  it("resets the password with the newest open reset, once, within the hour", () => {
+    const done: HumanEvent = {
+      type: "PasswordReset",
+      data: { resetId: "r-1", sealedPasswordHash: "new-sealed", at: LATER },
+    };
+    given(humanDecider, [signedUp, verified, resetAsked]).when(reset("r-1")).then([done]);
+    given(humanDecider, [signedUp, verified, resetAsked, done])
+      .when(reset("r-1"))
+      .thenRefused("INVALID_TOKEN");
+    given(humanDecider, [signedUp, verified, resetAsked])
+      .when(reset("r-1", "2026-01-01T01:00:00.000Z"))
+      .thenRefused("INVALID_TOKEN");
+    const newer: HumanEvent = {
+      type: "PasswordResetRequested",
+      data: { ...resetAsked.data, resetId: "r-2" },
+    };
+    given(humanDecider, [signedUp, verified, resetAsked, newer])
+      .when(reset("r-1"))
+      .thenRefused("INVALID_TOKEN");
+    given(humanDecider, [signedUp, verified]).when(reset("r-1")).thenRefused("INVALID_TOKEN");
+  });
+
+  it("changes the password only with the current one; the change voids an open reset and keeps the caller's session", () => {
+    const changed: HumanEvent = {
+      type: "PasswordChanged",
+      data: { sealedPasswordHash: "changed-sealed", keptSessionId: "s-1", at: LATER },
+    };
+    given(humanDecider, [signedUp, verified, resetAsked]).when(change(true)).then([changed]);
+    given(humanDecider, [signedUp, verified]).when(change(false)).thenRefused("FORBIDDEN");
+    given(humanDecider, []).when(change(true)).thenRefused("FORBIDDEN");
+    given(humanDecider, [signedUp, verified, resetAsked, changed])
+      .when(reset("r-1"))
+      .thenRefused("INVALID_TOKEN");
+    const state = [signedUp, verified, changed].reduce(humanDecider.evolve, humanDecider.initialState());
+    expect(state).toMatchObject({ sealedPasswordHash: "changed-sealed" });
+  });
+});
+
 describe("session decider", () => {
   const started: SessionEvent = {
     type: "SessionStarted",

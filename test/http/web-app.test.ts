@@ -15,7 +15,21 @@ function fixtureWebRoot(): { path: string; remove(): void } {
   return dir;
 }
 
-const PAGES = ["/", "/signup", "/verify", "/login", "/inbox", "/send", "/settings", "/t/tr_abc123"];
+const PAGES = [
+  "/",
+  "/signup",
+  "/verify",
+  "/login",
+  "/inbox",
+  "/send",
+  "/settings",
+  "/sent",
+  "/forgot-password",
+  "/reset-password",
+  "/resend-verification",
+  "/t/tr_abc123",
+];
+const HTML = { accept: "text/html,application/xhtml+xml,*/*;q=0.8" };
 
 describe("the web app, served from the API's origin (decisions 4.8)", () => {
   let t: TestApp;
@@ -71,6 +85,21 @@ describe("the web app, served from the API's origin (decisions 4.8)", () => {
     expectError(await t.call("POST", "/inbox", { body: {} }), 404, "NOT_FOUND");
   });
 
+  it("answers a browser opening an unknown page with the app's document and status 404; API paths keep JSON", async () => {
+    for (const path of ["/no-such-page", "/inbox/extra", "/t/tr_abc/extra", "/settings/keys?x=1"]) {
+      const page = await t.call("GET", path, { headers: HTML });
+      expect(page.statusCode, path).toBe(404);
+      expect(page.headers["content-type"]).toMatch(/^text\/html/);
+      expect(page.body).toContain("<main id=main>");
+      expect(page.headers["cache-control"]).toBe("no-cache");
+      expect(String(page.headers["content-security-policy"])).not.toMatch(/unsafe-inline|'unsafe-eval'/);
+    }
+    for (const path of ["/v1/no-such-route", "/v1", "/docs/nothing", "/healthz/x", "/metrics/x"]) {
+      expectError(await t.call("GET", path, { headers: HTML }), 404, "NOT_FOUND");
+    }
+    expectError(await t.call("POST", "/no-such-page", { headers: HTML, body: {} }), 404, "NOT_FOUND");
+  });
+
   it("keeps the pages out of the OpenAPI document", async () => {
     const paths = Object.keys((await t.call("GET", "/docs/json")).json().paths);
     expect(
@@ -87,6 +116,7 @@ describe("without a built web app", () => {
     const t = await startTestApp({ app: { webRoot: empty.path } });
     try {
       expectError(await t.call("GET", "/"), 404, "NOT_FOUND");
+      expectError(await t.call("GET", "/", { headers: HTML }), 404, "NOT_FOUND");
       expect((await t.call("GET", "/healthz")).statusCode).toBe(200);
     } finally {
       await t.close();

@@ -69,3 +69,25 @@ export async function busy<T>(form: HTMLFormElement, work: () => Promise<T>): Pr
     form.removeAttribute("aria-busy");
   }
 }
+
+/**
+ * Copies `text` to the clipboard and says so on the button. Where the browser refuses the
+ * clipboard, the text shown just before the button is selected instead, for Ctrl+C.
+ */
+export function copyButton(text: string, label: string): HTMLButtonElement {
+  const button = h("button", { type: "button", class: "secondary" }, label);
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch {
+      const shown = button.previousElementSibling;
+      if (shown) getSelection()?.selectAllChildren(shown);
+      button.textContent = "Selected: press Ctrl+C";
+    }
+    setTimeout(() => {
+      button.textContent = label;
+    }, 4000);
+  });
+  return button;
+}

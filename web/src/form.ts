@@ -55,3 +55,14 @@ export function passwordInput(
     maxlength: 200,
   });
 }
+
+/** An e-mail address field, filled in from a link that names the address (`?email=`) when there is one. */
+export function emailInput(prefilled: string | null): HTMLInputElement {
+  return h("input", {
+    type: "email",
+    name: "email",
+    autocomplete: "email",
+    required: true,
+    value: prefilled ?? undefined,
+  });
+}

@@ -1,9 +1,12 @@
 import { api, whenSessionLost } from "./api.js";
 import { h, replace } from "./dom.js";
+import { forgotPasswordPage, resendVerificationPage } from "./pages/account-mail.js";
 import { homePage } from "./pages/home.js";
 import { inboxPage } from "./pages/inbox.js";
 import { loginPage } from "./pages/login.js";
+import { resetPasswordPage } from "./pages/reset-password.js";
 import { sendPage } from "./pages/send.js";
+import { sentPage } from "./pages/sent.js";
 import { settingsPage } from "./pages/settings.js";
 import { signupPage } from "./pages/signup.js";
 import { verifyPage } from "./pages/verify.js";
@@ -39,6 +42,7 @@ function drawNav(): void {
     nav,
     link("/inbox", "Inbox"),
     link("/send", "Send"),
+    link("/sent", "Sent"),
     link("/settings", "Settings"),
     h("span", { class: "who" }, session.account.email),
     h("button", { type: "button", class: "link", onclick: () => void logOut() }, "Log out"),
@@ -54,6 +58,10 @@ definePages(
     "/inbox": inboxPage,
     "/send": sendPage,
     "/settings": settingsPage,
+    "/sent": sentPage,
+    "/forgot-password": forgotPasswordPage,
+    "/reset-password": resetPasswordPage,
+    "/resend-verification": resendVerificationPage,
   },
   drawNav,
 );

@@ -38,12 +38,9 @@ export async function render(): Promise<void> {
   if (transfer) query.set("transfer", transfer);
   const page = routes.get(transfer ? "/inbox" : location.pathname);
   if (!page) {
-    document.title = "Not found · Handoff";
-    replace(
-      main,
-      h("h1", {}, "Page not found"),
-      h("p", {}, h("a", { href: "/", "data-route": true }, "Go to the start page")),
-    );
+    document.title = "Page not found · Handoff";
+    onNavigate();
+    replace(main, ...notFound(location.pathname));
     return;
   }
   if (page.needsSession && !currentSession()) {
@@ -56,6 +53,24 @@ export async function render(): Promise<void> {
   await page.render({ main, query });
   // Screen readers hear the new page: focus moves to its content, as after a full load.
   main.focus({ preventScroll: true });
+}
+
+/** The page of a path the app does not have (the server answers such paths with status 404). */
+function notFound(path: string) {
+  const session = currentSession();
+  return [
+    h("h1", {}, "Page not found"),
+    h("p", { class: "lead" }, "There is no page at ", h("code", {}, path), "."),
+    h(
+      "p",
+      {},
+      "Check the address, or go on from here: ",
+      session
+        ? h("a", { href: "/inbox", "data-route": true }, "your inbox")
+        : h("a", { href: "/", "data-route": true }, "the start page"),
+      ".",
+    ),
+  ];
 }
 
 /** Links marked data-route move within the app; every other link behaves as a link. */

@@ -1,14 +1,19 @@
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { ReceivingKey } from "../../../domain/human.js";
 import {
-  LoginThrottled,
+  changePassword,
   logIn,
   logOut,
+  requestPasswordReset,
+  resendVerification,
+  resetPassword,
   setReceivingKey,
   signUp,
+  Throttled,
   verifyEmail,
 } from "../../command-handlers/humans.js";
+import * as recovery from "../../contract/account-recovery.js";
 import * as api from "../../contract/people.js";
 import { findAccount } from "../../queries/accounts.js";
 import { findPerson } from "../../queries/humans.js";
@@ -18,6 +23,23 @@ import { HttpError, notFound } from "../errors.js";
 import { presentAccount } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
+
+/** The one answer of forgot-password and resend-verification, whether or not the address has an account. */
+const MAIL_REQUESTED = {
+  status: "accepted" as const,
+  message: "if this address has an account that needs it, an e-mail is on its way",
+};
+
+/** Runs a per-address-limited command; over the limit: 429 RATE_LIMITED with Retry-After. */
+async function withinAddressLimit<T>(reply: FastifyReply, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof Throttled)) throw error;
+    reply.header("Retry-After", String(error.retryAfterSeconds));
+    throw new HttpError(429, "RATE_LIMITED", error.message);
+  }
+}
 
 function presentReceivingKey(key: ReceivingKey) {
   const { kdf } = key;
@@ -71,14 +93,7 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
     routes.route({
       ...serve(api.logIn),
       handler: async (request, reply) => {
-        let session: Awaited<ReturnType<typeof logIn>>;
-        try {
-          session = await logIn(deps, request.body, request.id);
-        } catch (error) {
-          if (!(error instanceof LoginThrottled)) throw error;
-          reply.header("Retry-After", String(error.retryAfterSeconds));
-          throw new HttpError(429, "RATE_LIMITED", error.message);
-        }
+        const session = await withinAddressLimit(reply, () => logIn(deps, request.body, request.id));
         await settle(session.position);
         return {
           token: session.token,
@@ -101,6 +116,46 @@ export function humanRoutes({ service, settle }: RouteContext): FastifyPluginAsy
     routes.route({
       ...serve(api.getSession),
       handler: async (request) => ({ account: await accountOf(callerAccount(request).accountId) }),
+    });
+
+    // Both mail a link to the address's account when it needs one, and answer the same 202 for any address.
+    for (const [spec, mail] of [
+      [recovery.resendVerification, resendVerification],
+      [recovery.forgotPassword, requestPasswordReset],
+    ] as const) {
+      routes.route({
+        ...serve(spec),
+        handler: async (request, reply) => {
+          await withinAddressLimit(reply, () => mail(deps, request.body.email, request.id));
+          return reply.status(202).send(MAIL_REQUESTED);
+        },
+      });
+    }
+
+    routes.route({
+      ...serve(recovery.resetPassword),
+      handler: async (request) => {
+        const reset = await resetPassword(deps, request.body, request.id);
+        await settle(reset.position);
+        return { status: "password_reset" as const };
+      },
+    });
+
+    routes.route({
+      ...serve(recovery.changePassword),
+      handler: async (request, reply) => {
+        const caller = callerAccount(request);
+        const { current_password, new_password } = request.body;
+        const changed = await withinAddressLimit(reply, () =>
+          changePassword(
+            deps,
+            { ...caller, sessionId: caller.sessionId as string },
+            { currentPassword: current_password, newPassword: new_password },
+          ),
+        );
+        await settle(changed.position);
+        return { status: "password_changed" as const };
+      },
     });
 
     routes.route({

@@ -1,7 +1,8 @@
 import { plainSizeOf, unwrapContentKey } from "@handoff/sdk/crypto";
 import { api, messageOf } from "../api.js";
 import { h, replace, showStatus, statusLine } from "../dom.js";
-import { formatBytes, formatDate } from "../format.js";
+import { formatBytes } from "../format.js";
+import { TransferMeter } from "../meter.js";
 import {
   fetchReceivingKey,
   forgetUnlocked,
@@ -12,6 +13,7 @@ import {
 import type { Page } from "../router.js";
 import { saveDecrypted } from "../save.js";
 import type { Transfer } from "../send-transfer.js";
+import { datesOf, deleteButton, downloadsWords, transferCard } from "../transfer-card.js";
 import { receivingPasswordForm, unlockForm } from "./receiving-password.js";
 
 interface DownloadAnswer {
@@ -21,14 +23,6 @@ interface DownloadAnswer {
   encrypted_key: string | null;
   recipient_key_version: number | null;
 }
-
-const STATUS_WORDS: Record<string, string> = {
-  active: "Ready",
-  pending_recipient: "Waiting for your receiving key",
-  downloaded: "Download limit reached",
-  expired: "Expired",
-  deleted: "Deleted",
-};
 
 export const inboxPage: Page = {
   title: "Inbox",
@@ -117,11 +111,8 @@ async function drawTransfers(list: HTMLElement, key: ReceivingKey | null, pair: 
   const { transfers, total } = await api<{ transfers: Transfer[]; total: number }>(
     "/v1/transfers?direction=received&limit=100",
   );
-  const reload = h(
-    "button",
-    { type: "button", class: "secondary", onclick: () => void drawTransfers(list, key, pair) },
-    "Refresh",
-  );
+  const redraw = () => void drawTransfers(list, key, pair);
+  const reload = h("button", { type: "button", class: "secondary", onclick: redraw }, "Refresh");
   replace(
     list,
     h("div", { class: "row-between" }, h("h2", { id: "files-heading" }, `Received files (${total})`), reload),
@@ -130,7 +121,7 @@ async function drawTransfers(list: HTMLElement, key: ReceivingKey | null, pair: 
       : h(
           "ul",
           { class: "transfers" },
-          transfers.map((transfer) => transferItem(transfer, pair)),
+          transfers.map((transfer) => transferItem(transfer, pair, redraw)),
         ),
   );
   if (!key && transfers.some((t) => t.status === "pending_recipient")) {
@@ -140,7 +131,7 @@ async function drawTransfers(list: HTMLElement, key: ReceivingKey | null, pair: 
   }
 }
 
-function transferItem(transfer: Transfer, pair: KeyPair | null): HTMLLIElement {
+function transferItem(transfer: Transfer, pair: KeyPair | null, redraw: () => void): HTMLLIElement {
   const status = statusLine();
   const progress = h("progress", {
     max: 1,
@@ -149,59 +140,79 @@ function transferItem(transfer: Transfer, pair: KeyPair | null): HTMLLIElement {
     "aria-label": `Download progress of ${transfer.id}`,
   });
   const ready = transfer.status === "active";
-  const button = h("button", { type: "button", disabled: !ready || !pair }, "Download");
   const meta = h("p", { class: "meta" });
-  const describeMeta = (downloads: number) => {
-    meta.textContent = `Received ${formatDate(transfer.created_at)} · expires ${formatDate(transfer.expires_at)} · downloads ${downloads} of ${transfer.max_downloads}`;
+  const counted = (downloads: number) => {
+    meta.textContent = `${datesOf(transfer, "Received")} · ${downloadsWords(downloads, transfer.max_downloads)}`;
   };
-  describeMeta(transfer.downloads);
-  button.addEventListener(
-    "click",
-    () => void download(transfer, pair as KeyPair, { button, progress, status, counted: describeMeta }),
-  );
-  return h(
-    "li",
-    { class: "transfer", "data-transfer": transfer.id },
-    h(
-      "div",
-      { class: "transfer-head" },
-      h("strong", {}, transfer.sender),
-      h("span", { class: `badge ${transfer.status}` }, STATUS_WORDS[transfer.status] ?? transfer.status),
-    ),
-    transfer.message ? h("p", { class: "message" }, transfer.message) : null,
-    h(
-      "ul",
-      { class: "files" },
-      transfer.files.map((file) =>
-        h("li", {}, file.name, h("span", { class: "size" }, formatBytes(file.size))),
-      ),
-    ),
+  counted(transfer.downloads);
+  const buttons: HTMLButtonElement[] = [];
+  const view: DownloadView = { buttons, progress, status, counted };
+  const downloadButton = (label: string, name: string, files: number[] | "all", kind?: "secondary") => {
+    const button = h(
+      "button",
+      { type: "button", class: kind, "aria-label": name, disabled: !ready || !pair },
+      label,
+    );
+    button.addEventListener("click", () => void download(transfer, pair as KeyPair, files, view));
+    buttons.push(button);
+    return button;
+  };
+  const several = transfer.files.length > 1;
+  return transferCard(transfer, {
+    party: transfer.sender,
     meta,
-    h("div", { class: "row" }, button, progress),
-    !pair && ready ? h("p", { class: "hint" }, "Unlock your files above to download.") : null,
-    status,
-  );
+    fileActions: several
+      ? (index) => downloadButton("Download", `Download ${transfer.files[index]?.name}`, [index], "secondary")
+      : undefined,
+    actions: [
+      h(
+        "div",
+        { class: "row" },
+        several
+          ? downloadButton(`Download all (${transfer.files.length})`, "Download all", "all")
+          : downloadButton("Download", "Download", "all"),
+        deleteButton(transfer, status, redraw),
+        progress,
+      ),
+      !pair && ready ? h("p", { class: "hint" }, "Unlock your files above to download.") : null,
+      status,
+    ],
+  });
 }
 
-/** One download of the transfer (it counts against max_downloads), then each file saved in turn. */
+/** Where a transfer's download shows what it does. */
 interface DownloadView {
-  button: HTMLButtonElement;
+  buttons: HTMLButtonElement[];
   progress: HTMLProgressElement;
   status: HTMLElement;
-  /** Shows the transfer's download count after this download. */
+  /** Shows the transfer's download count after a counted download. */
   counted(downloads: number): void;
 }
 
-async function download(
-  transfer: Transfer,
-  pair: KeyPair,
-  { button, progress, status, counted }: DownloadView,
-) {
-  button.disabled = true;
+/** Download links live 15 minutes (decisions 3): an answer is reused a little less long than that. */
+const LINKS_REUSED_MS = 14 * 60_000;
+const answers = new Map<string, { answer: DownloadAnswer; until: number }>();
+
+/**
+ * The transfer's signed links. A download counts against max_downloads, so one answer serves
+ * every file saved from it while its links live: saving each file of a transfer in turn is one
+ * download, as "Download all" is.
+ */
+async function downloadLinks(transfer: Transfer, counted: (downloads: number) => void) {
+  const held = answers.get(transfer.id);
+  if (held && held.until > Date.now()) return held.answer;
+  const answer = await api<DownloadAnswer>(`/v1/transfers/${encodeURIComponent(transfer.id)}/download`);
+  answers.set(transfer.id, { answer, until: Date.now() + LINKS_REUSED_MS });
+  counted(answer.downloads);
+  return answer;
+}
+
+async function download(transfer: Transfer, pair: KeyPair, which: number[] | "all", view: DownloadView) {
+  const { buttons, progress, status } = view;
+  for (const button of buttons) button.disabled = true;
   try {
     showStatus(status, "Preparing the download…");
-    const answer = await api<DownloadAnswer>(`/v1/transfers/${encodeURIComponent(transfer.id)}/download`);
-    counted(answer.downloads);
+    const answer = await downloadLinks(transfer, view.counted);
     if (!answer.is_encrypted || !answer.encrypted_key)
       throw new Error("this transfer is not end-to-end encrypted to you");
     const contentKey = await unwrapContentKey(answer.encrypted_key, pair.privateKey).catch(() => {
@@ -210,12 +221,15 @@ async function download(
         `these files were encrypted to your receiving key version ${answer.recipient_key_version ?? "?"}, before you changed your receiving password: the current key cannot open them`,
       );
     });
-    const total = answer.files.reduce((sum, file) => sum + plainSizeOf(file.size), 0);
-    progress.max = Math.max(total, 1);
+    const files = which === "all" ? answer.files : which.map((index) => answer.files[index]);
+    const chosen = files.filter((file) => file !== undefined);
+    const meter = new TransferMeter(chosen.reduce((sum, file) => sum + plainSizeOf(file.size), 0));
+    progress.max = Math.max(meter.total, 1);
+    progress.value = 0;
     progress.hidden = false;
     let done = 0;
     let method = "stream";
-    for (const file of answer.files) {
+    for (const file of chosen) {
       const size = plainSizeOf(file.size);
       showStatus(status, `Decrypting ${file.file_name}…`);
       method = await saveDecrypted(
@@ -228,6 +242,7 @@ async function download(
         },
         (bytes) => {
           progress.value = done + bytes;
+          showStatus(status, `Decrypting ${file.file_name}: ${meter.update(done + bytes)}`);
         },
       );
       done += size;
@@ -236,12 +251,12 @@ async function download(
     progress.value = progress.max;
     showStatus(
       status,
-      `Saved ${answer.files.length === 1 ? answer.files[0]?.file_name : `${answer.files.length} files`}, decrypted and verified${method === "memory" ? " (in memory: this browser has no streaming save)" : ""}.`,
+      `Saved ${chosen.length === 1 ? chosen[0]?.file_name : `${chosen.length} files`} (${formatBytes(done)}), decrypted and verified${method === "memory" ? " (in memory: this browser has no streaming save)" : ""}.`,
       "ok",
     );
   } catch (error) {
     showStatus(status, messageOf(error), "error");
   } finally {
-    button.disabled = false;
+    for (const button of buttons) button.disabled = false;
   }
 }

@@ -34,7 +34,21 @@ export const loginPage: Page = {
       main,
       h("h1", {}, "Log in"),
       form,
-      h("p", {}, "No account yet? ", h("a", { href: "/signup", "data-route": true }, "Sign up"), "."),
+      h(
+        "ul",
+        { class: "links" },
+        h("li", {}, h("a", { href: "/forgot-password", "data-route": true }, "Forgot your password?")),
+        h(
+          "li",
+          {},
+          h(
+            "a",
+            { href: "/resend-verification", "data-route": true },
+            "No confirmation e-mail? Send a new link",
+          ),
+        ),
+        h("li", {}, "No account yet? ", h("a", { href: "/signup", "data-route": true }, "Sign up"), "."),
+      ),
     );
   },
 };

@@ -1,7 +1,7 @@
 import { api } from "../api.js";
 import { field, h, replace, showStatus } from "../dom.js";
 import { actionForm } from "../form.js";
-import { formatBytes } from "../format.js";
+import { TransferMeter } from "../meter.js";
 import type { Page } from "../router.js";
 import { type SendStage, sendToAgent } from "../send-transfer.js";
 import { currentSession } from "../session.js";
@@ -38,10 +38,18 @@ async function agentOptions(): Promise<HTMLOptionElement[]> {
   }
 }
 
-function describe(stage: SendStage): string {
-  if (stage.stage === "encrypting")
-    return `Encrypting ${stage.file}: ${formatBytes(stage.bytes)} of ${formatBytes(stage.total)}`;
-  return `Uploading: ${formatBytes(stage.bytes)} of ${formatBytes(stage.total)}`;
+/** Says how a send goes: each file's encryption, then the upload, each with bytes, speed and time left. */
+function stageDescriber(): (stage: SendStage) => string {
+  const meters = new Map<string, TransferMeter>();
+  return (stage) => {
+    const part = stage.stage === "encrypting" ? `Encrypting ${stage.file}` : "Uploading";
+    let meter = meters.get(part);
+    if (!meter) {
+      meter = new TransferMeter(stage.total);
+      meters.set(part, meter);
+    }
+    return `${part}: ${meter.update(stage.bytes)}`;
+  };
 }
 
 export const sendPage: Page = {
@@ -92,6 +100,7 @@ export const sendPage: Page = {
         progress.hidden = false;
         progress.value = 0;
         showStatus(status, `Looking up ${agent.value.trim()}…`);
+        const describe = stageDescriber();
         try {
           const transfer = await sendToAgent(
             {

@@ -1,10 +1,12 @@
 import { api, messageOf } from "../api.js";
-import { field, h, replace, showStatus, statusLine } from "../dom.js";
-import { actionForm } from "../form.js";
+import { type Confirmation, confirmThen } from "../confirm.js";
+import { type Child, copyButton, field, h, replace, showStatus, statusLine } from "../dom.js";
+import { actionForm, passwordInput } from "../form.js";
 import { formatDate } from "../format.js";
 import { fetchReceivingKey } from "../receiving-key.js";
 import type { Page } from "../router.js";
 import { currentSession } from "../session.js";
+import { newPasswordFields } from "./password-fields.js";
 import { receivingPasswordForm } from "./receiving-password.js";
 
 interface ApiKey {
@@ -31,6 +33,7 @@ export const settingsPage: Page = {
     const keys = h("section", { "aria-labelledby": "keys-heading" });
     const connections = h("section", { "aria-labelledby": "connections-heading" });
     const receiving = h("section", { "aria-labelledby": "receiving-heading" });
+    const login = h("section", { "aria-labelledby": "login-password-heading" }, ...loginPasswordSection());
     replace(
       main,
       h("h1", {}, "Settings"),
@@ -49,6 +52,7 @@ export const settingsPage: Page = {
           h("dd", {}, account.plan),
         ),
       ),
+      login,
       receiving,
       keys,
       connections,
@@ -56,6 +60,34 @@ export const settingsPage: Page = {
     await Promise.all([drawReceiving(receiving), drawKeys(keys, account.id), drawConnections(connections)]);
   },
 };
+
+/** Decisions 4.3: a new login password, given the current one; the account's other sessions end. */
+function loginPasswordSection(): Child[] {
+  const current = passwordInput("current-password", "current-password");
+  const next = newPasswordFields("New login password");
+  const form = actionForm({
+    fields: [field("Current login password", current), ...next.fields],
+    submit: "Change login password",
+    working: "Changing your login password…",
+    async action(status) {
+      await api("/v1/auth/password", {
+        method: "PUT",
+        json: { current_password: current.value, new_password: next.value() },
+      });
+      form.reset();
+      showStatus(status, "Login password changed. Every other session of your account was logged out.", "ok");
+    },
+  });
+  return [
+    h("h2", { id: "login-password-heading" }, "Login password"),
+    h(
+      "p",
+      {},
+      "The password you log in with. Changing it logs out your other sessions; your receiving password stays as it is.",
+    ),
+    form,
+  ];
+}
 
 async function drawReceiving(section: HTMLElement) {
   const key = await fetchReceivingKey().catch(() => null);
@@ -91,8 +123,13 @@ async function drawKeys(section: HTMLElement, accountId: string) {
         h(
           "div",
           { class: "notice", role: "status" },
-          h("p", {}, `New key “${created.name}”: copy it now and keep it secret.`),
-          h("code", { class: "secret" }, created.api_key),
+          h("p", {}, `New key “${created.name}”: copy it now and keep it secret. It is not shown again.`),
+          h(
+            "div",
+            { class: "row" },
+            h("code", { class: "secret" }, created.api_key),
+            copyButton(created.api_key, "Copy key"),
+          ),
         ),
       );
     },
@@ -136,7 +173,15 @@ async function drawKeys(section: HTMLElement, accountId: string) {
                         class: "danger",
                         "aria-label": `Revoke ${key.name}`,
                         onclick: () =>
-                          void api(`/v1/accounts/${accountId}/api-keys/${key.id}`, { method: "DELETE" })
+                          void confirmThen(
+                            {
+                              title: `Revoke the key “${key.name}”?`,
+                              message:
+                                "Whatever uses this key (an agent, a script) is refused from now on. This cannot be undone: a new key would have to be created and given to it.",
+                              confirm: "Revoke key",
+                            },
+                            () => api(`/v1/accounts/${accountId}/api-keys/${key.id}`, { method: "DELETE" }),
+                          )
                             .then(redraw)
                             .catch((error) => showStatus(status, messageOf(error), "error")),
                       },
@@ -163,8 +208,8 @@ const CONNECTION_WORDS: Record<Connection["status"], string> = {
 async function drawConnections(section: HTMLElement) {
   const status = statusLine();
   const redraw = () => drawConnections(section);
-  const act = (path: string, method: string) => () =>
-    void api(path, { method })
+  const act = (path: string, method: string, ask?: Confirmation) => () =>
+    void (ask ? confirmThen(ask, () => api(path, { method })) : api(path, { method }))
       .then(redraw)
       .catch((error) => showStatus(status, messageOf(error), "error"));
   const peer = h("input", { type: "email", name: "peer", required: true });
@@ -216,7 +261,21 @@ async function drawConnections(section: HTMLElement) {
                     ]
                   : h(
                       "button",
-                      { type: "button", class: "danger", onclick: act(`/v1/connections/${c.id}`, "DELETE") },
+                      {
+                        type: "button",
+                        class: "danger",
+                        onclick: act(`/v1/connections/${c.id}`, "DELETE", {
+                          title:
+                            c.status === "pending"
+                              ? `Withdraw the invitation to ${c.peer_account.name}?`
+                              : `Disconnect from ${c.peer_account.name}?`,
+                          message:
+                            c.status === "pending"
+                              ? "The invitation ends; you can send a new one later."
+                              : "Your agents and theirs can no longer send to each other. This cannot be undone: connecting again takes a new invitation that they accept.",
+                          confirm: c.status === "pending" ? "Withdraw" : "Disconnect",
+                        }),
+                      },
                       c.status === "pending" ? "Withdraw" : "Disconnect",
                     ),
               ),

@@ -1,14 +1,14 @@
 import { api } from "../api.js";
 import { field, h, replace } from "../dom.js";
-import { actionForm, passwordInput } from "../form.js";
+import { actionForm, emailInput, passwordInput } from "../form.js";
 import type { Page } from "../router.js";
-
-const MIN_PASSWORD = 10;
+import { MIN_LOGIN_PASSWORD as MIN_PASSWORD } from "./password-fields.js";
 
 export const signupPage: Page = {
   title: "Sign up",
-  render({ main }) {
-    const email = h("input", { type: "email", name: "email", autocomplete: "email", required: true });
+  render({ main, query }) {
+    // The invite e-mail's link names the address the files were sent to.
+    const email = emailInput(query.get("email"));
     const name = h("input", { type: "text", name: "name", autocomplete: "name", maxlength: 200 });
     const password = passwordInput("password", "new-password", MIN_PASSWORD);
     const form = actionForm({
@@ -39,6 +39,17 @@ export const signupPage: Page = {
             `We sent a link to ${address}. Open it to confirm your address, then log in.`,
           ),
           h("p", {}, h("a", { href: "/login", "data-route": true }, "Go to the login page")),
+          h(
+            "p",
+            { class: "hint" },
+            "No e-mail after a few minutes? ",
+            h(
+              "a",
+              { href: `/resend-verification?email=${encodeURIComponent(address)}`, "data-route": true },
+              "Send a new link",
+            ),
+            ".",
+          ),
         );
       },
     });

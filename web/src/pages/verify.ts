@@ -34,8 +34,8 @@ export const verifyPage: Page = {
         h(
           "p",
           {},
-          "Links work once and for 24 hours. ",
-          h("a", { href: "/signup", "data-route": true }, "Sign up again"),
+          "Links work once and for 24 hours, and only the newest one. ",
+          h("a", { href: "/resend-verification", "data-route": true }, "Send a new link"),
           " if yours has expired.",
         ),
       );

@@ -1,0 +1,96 @@
+import { api, messageOf } from "./api.js";
+import { confirmAction } from "./confirm.js";
+import { type Child, h, showStatus } from "./dom.js";
+import { formatBytes, formatDate } from "./format.js";
+import type { Transfer } from "./send-transfer.js";
+
+const STATUS_WORDS: Record<string, string> = {
+  active: "Ready",
+  pending_recipient: "Waiting for the receiving key",
+  downloaded: "Download limit reached",
+  expired: "Expired",
+  deleted: "Deleted",
+};
+
+/** How often a transfer has been downloaded, in words. */
+export function downloadsWords(downloads: number, max: number): string {
+  return `downloaded ${downloads === 1 ? "once" : `${downloads} times`} of ${max}`;
+}
+
+export interface CardParts {
+  /** Who the other side is: the sender in the inbox, the recipient among sent transfers. */
+  party: string;
+  /** The facts line under the files (dates, downloads); kept so a page can update it. */
+  meta: HTMLElement;
+  /** What to show after each file's name and size (a download button). */
+  fileActions?: (index: number) => Child;
+  /** The buttons of the whole transfer, and what follows them (progress, status line). */
+  actions: Child[];
+}
+
+/** One transfer as both lists show it: the other side, its state, its message and files, its actions. */
+export function transferCard(transfer: Transfer, parts: CardParts): HTMLLIElement {
+  return h(
+    "li",
+    { class: "transfer", "data-transfer": transfer.id },
+    h(
+      "div",
+      { class: "transfer-head" },
+      h("strong", {}, parts.party),
+      h("span", { class: `badge ${transfer.status}` }, STATUS_WORDS[transfer.status] ?? transfer.status),
+    ),
+    transfer.message ? h("p", { class: "message" }, transfer.message) : null,
+    h(
+      "ul",
+      { class: "files" },
+      transfer.files.map((file, index) =>
+        h(
+          "li",
+          {},
+          h("span", { class: "name" }, file.name),
+          h("span", { class: "size" }, formatBytes(file.size)),
+          parts.fileActions?.(index),
+        ),
+      ),
+    ),
+    parts.meta,
+    ...parts.actions,
+  );
+}
+
+/** "Sent 3 Jan · expires 4 Jan" for a transfer's facts line. */
+export function datesOf(transfer: Transfer, verb: "Sent" | "Received"): string {
+  return `${verb} ${formatDate(transfer.created_at)} · expires ${formatDate(transfer.expires_at)}`;
+}
+
+/**
+ * The delete button of a transfer, sent or received (none once deleted): asks first (it cannot be undone), then
+ * deletes it for both sides (its file data goes at once) and calls `deleted`.
+ */
+export function deleteButton(
+  transfer: Transfer,
+  status: HTMLElement,
+  deleted: () => void,
+): HTMLButtonElement | null {
+  if (transfer.status === "deleted") return null;
+  const button = h("button", { type: "button", class: "danger" }, "Delete");
+  button.addEventListener("click", async () => {
+    const files =
+      transfer.files.length === 1 ? `“${transfer.files[0]?.name}”` : `${transfer.files.length} files`;
+    const confirmed = await confirmAction({
+      title: "Delete this transfer?",
+      message: `${files} will be deleted for the sender and the recipient alike: nobody can download them again. This cannot be undone.`,
+      confirm: "Delete transfer",
+    });
+    if (!confirmed) return;
+    button.disabled = true;
+    try {
+      await api(`/v1/transfers/${encodeURIComponent(transfer.id)}`, { method: "DELETE" });
+      deleted();
+    } catch (error) {
+      showStatus(status, messageOf(error), "error");
+      button.disabled = false;
+    }
+  });
+  return button;
+}
