@@ -14,6 +14,7 @@ import { JSON_BODY_LIMIT, MAX_PARAM_LENGTH, serverTimeouts, TIME_LIMITS, type Ti
 import { registerRateLimits } from "./rate-limit.js";
 import { readYourWrites } from "./read-your-writes.js";
 import type { RouteContext } from "./route-context.js";
+import { accountRoutes } from "./routes/account.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentRoutes } from "./routes/agents.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
@@ -24,6 +25,7 @@ import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
 import { historyRoutes } from "./routes/history.js";
 import { humanRoutes } from "./routes/humans.js";
+import { mailDeliveryRoutes } from "./routes/mail-delivery.js";
 import { profileRoutes } from "./routes/profile.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { registerSlowBodyGuard } from "./slow-bodies.js";
@@ -110,7 +112,9 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(healthRoutes(context));
   await app.register(agentRoutes(context));
   await app.register(humanRoutes(context));
+  await app.register(mailDeliveryRoutes(context));
   await app.register(apiKeyRoutes(context));
+  await app.register(accountRoutes(context));
   await app.register(connectionRoutes(context));
   await app.register(directoryRoutes(context));
   await app.register(profileRoutes(context));

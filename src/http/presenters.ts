@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { PlanLimits } from "../../domain/plan-limits.js";
 import { bytesOf, statusAt, type Transfer, type TransferFile } from "../../domain/transfer.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
@@ -34,6 +35,17 @@ export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
  * The account object (decisions 2 and 4.1): `kind` always, `email_verified` on a person's account.
  * `person`: the humans row of a human account.
  */
+/** A plan's limits as the startup profile and GET /v1/account show them (null: unlimited). */
+export function presentPlanLimits(limits: PlanLimits) {
+  return {
+    transfers_per_month: limits.transfersPerMonth,
+    storage_bytes: limits.storageBytes,
+    max_file_size: limits.maxFileSize,
+    max_agents: limits.maxAgents,
+    max_connections: limits.maxConnections,
+  };
+}
+
 export function presentAccount(row: AccountRow, person?: Pick<PersonRow, "email_verified"> | null) {
   return {
     id: row.id,

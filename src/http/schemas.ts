@@ -62,6 +62,17 @@ export const patchedAgentSchema = agentSchema.pick({
   created_at: true,
 });
 
+const limitSchema = z.number().int().nullable().describe("null: unlimited");
+
+/** A plan's limits as the startup profile and GET /v1/account show them. */
+export const planLimitsSchema = z.object({
+  transfers_per_month: limitSchema,
+  storage_bytes: limitSchema,
+  max_file_size: limitSchema,
+  max_agents: limitSchema,
+  max_connections: limitSchema,
+});
+
 /** The account object: `email_verified` only on a person's account (decisions 4.1). */
 export const accountSchema = z.object({
   id: z.uuid(),

@@ -2,7 +2,7 @@ import { createHash, type Hash, randomBytes } from "node:crypto";
 import { type Duplex, pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
 import type { Multipart } from "@fastify/multipart";
 import { encryptedSize } from "@handoff/sdk";
-import type { PlanLimits } from "../../../domain/plan-limits.js";
+import { overMaxFileSize, type PlanLimits } from "../../../domain/plan-limits.js";
 import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
 import { ByteCounter, STREAM_CHUNK } from "../../blobs/filesystem.js";
 import { blobKey } from "../../blobs/keys.js";
@@ -177,10 +177,9 @@ export async function receiveMultipart(
       } catch (error) {
         if (!(error instanceof BlobTooLargeError)) throw error;
         const { maxFileSize } = caps.limits;
-        const byPlan = maxFileSize !== null && error.maxBytes === maxFileSize;
         throw fileTooLarge(
-          byPlan
-            ? `'${part.filename}' is over the plan's maximum file size of ${maxFileSize} bytes`
+          maxFileSize !== null && error.maxBytes === maxFileSize
+            ? overMaxFileSize(part.filename, { ...caps.limits, maxFileSize })
             : `'${part.filename}' does not fit: the account's storage is full`,
         );
       }
