@@ -80,13 +80,18 @@ async function openBlobStore(
 ): Promise<{ blobs: BlobStore; localBlobUrls: LocalBlobUrls | null }> {
   if (config.s3) {
     const { S3BlobStore } = await import("./blobs/s3.js");
-    const { bucket, endpoint, region, forcePathStyle } = config.s3;
+    const { bucket, endpoint, region, forcePathStyle, publicEndpoint, createBucket } = config.s3;
     const blobs = new S3BlobStore({
       bucket,
       ...(endpoint ? { endpoint } : {}),
       ...(region ? { region } : {}),
+      ...(publicEndpoint ? { publicEndpoint } : {}),
       forcePathStyle,
     });
+    if (createBucket) {
+      const refused = await blobs.ensureBucket([new URL(config.publicBaseUrl).origin]);
+      if (refused) process.stderr.write(`S3_CREATE_BUCKET: ${refused}\n`);
+    }
     return { blobs, localBlobUrls: null };
   }
   const localBlobUrls = new LocalBlobUrls(new UrlTokens(serverKey), config.publicBaseUrl);

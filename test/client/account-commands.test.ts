@@ -8,7 +8,7 @@ import { freePort, ServerProcess } from "../support/server-process.js";
 import { handoff, tempDir } from "./support.js";
 
 /** Start-up (tsx and the embedded database) takes minutes when the machine is busy. */
-const START_TIMEOUT_MS = 240_000;
+const START_TIMEOUT_MS = 480_000;
 const OWNER = "owner@example.com";
 
 interface Json {
