@@ -20,9 +20,9 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { Knex } from "knex";
+import { METADATA_VERSION } from "../domain/recorded-event.js";
 import { projections } from "../projections/index.js";
 import { openDatabase } from "../src/db/database.js";
-import { METADATA_VERSION } from "../src/eventstore/metadata.js";
 import { ANY, type EventToAppend, NO_STREAM, type StreamAppend } from "../src/eventstore/port.js";
 import { PostgresEventStore } from "../src/eventstore/postgres.js";
 import { ProjectionEngine } from "../src/read-models/engine.js";

@@ -7,3 +7,37 @@ export const PERSONAL_DATA_FIELDS: Readonly<Record<string, readonly string[]>> =
   EmailVerificationRequested: ["email"],
   TransferCreated: ["recipient", "sender"],
 };
+
+/** What an erased person's data reads as, everywhere (decisions 6.5). */
+export const ERASED = "[erased]";
+
+/**
+ * The fields of one event that name a person (decisions 6.5), from the list
+ * above: a transfer's sender and recipient name a person only on the human side
+ * of its mode (agent-to-human: the recipient; human-to-agent: the sender); the others are agents.
+ */
+export function personalFields(type: string, data: Record<string, unknown>): string[] {
+  const fields = PERSONAL_DATA_FIELDS[type] ?? [];
+  if (type !== "TransferCreated") return [...fields];
+  const human =
+    data.mode === "agent-to-human" ? "recipient" : data.mode === "human-to-agent" ? "sender" : null;
+  return fields.filter((field) => field === human);
+}
+
+/** Field names that hold a secret or key material, wherever they appear in an event. */
+const SECRET_NAMES = new Set(["ticket", "atRest", "encryptedKey", "claimCode"]);
+const SECRET_PATTERN = /hash|sealed|secret|password|token|wrapped|private/i;
+
+/**
+ * An event's data as history shows it (decisions 6.1): every field but secrets (a key, a token, a
+ * password hash, a sealed or wrapped key), dropped at any depth.
+ */
+export function publicData(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(publicData);
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key]) => !SECRET_NAMES.has(key) && !SECRET_PATTERN.test(key))
+      .map(([key, inner]) => [key, publicData(inner)]),
+  );
+}

@@ -1,5 +1,5 @@
 import { type AccountEvent, accountKindOf } from "../domain/account.js";
-import { ERASED } from "../src/privacy/personal-data.js";
+import { ERASED } from "../domain/personal-data.js";
 import { categoryProjection } from "./projection.js";
 
 export const accountsProjection = categoryProjection<AccountEvent>({

@@ -1,9 +1,8 @@
 import type { Knex } from "knex";
 import type { ErasureEvent } from "../domain/erasure.js";
+import { ERASED, personalFields, publicData } from "../domain/personal-data.js";
+import type { RecordedEvent } from "../domain/recorded-event.js";
 import { categoryOf, idOf, streams } from "../domain/streams.js";
-import type { RecordedEvent } from "../src/eventstore/port.js";
-import { personalFields, publicData } from "../src/privacy/fields.js";
-import { ERASED } from "../src/privacy/personal-data.js";
 import type { Projection } from "./projection.js";
 import { runTogether, type Statement } from "./statements.js";
 

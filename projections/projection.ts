@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
+import type { RecordedEvent } from "../domain/recorded-event.js";
 import { categoryOf, idOf } from "../domain/streams.js";
-import type { RecordedEvent } from "../src/eventstore/port.js";
 
 /**
  * A projector: folds events into the rows of its tables. `apply` runs inside the transaction that

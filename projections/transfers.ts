@@ -1,9 +1,9 @@
 import type { Knex } from "knex";
 import type { ErasureEvent } from "../domain/erasure.js";
+import { ERASED } from "../domain/personal-data.js";
+import type { RecordedEvent } from "../domain/recorded-event.js";
 import { categoryOf, idOf } from "../domain/streams.js";
 import { type TransferEvent, type TransferRecord, withWrappedKey } from "../domain/transfer.js";
-import type { RecordedEvent } from "../src/eventstore/port.js";
-import { ERASED } from "../src/privacy/personal-data.js";
 import type { Projection } from "./projection.js";
 import { runTogether, type Statement } from "./statements.js";
 

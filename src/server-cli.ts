@@ -11,7 +11,7 @@ import { writePrivateFile } from "@handoff/sdk/private-file";
 import type { Knex } from "knex";
 import { projections } from "../projections/index.js";
 import { errorLine, UsageError } from "./cli-errors.js";
-import { changePlan, createAccount, defaultAccountName } from "./commands/accounts.js";
+import { changePlan, createAccount, defaultAccountName } from "./command-handlers/accounts.js";
 import { loadConfig } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
 import type { EventStore, Position } from "./eventstore/port.js";

@@ -1,31 +1,4 @@
-/**
- * The metadata every event carries (decisions 6.1): when it happened and who caused it. Version 2
- * added the actor's kind and the request id; events written before it are read through
- * `upcastMetadata`, which fills both in from what a version-1 event could say.
- */
-
-export const ACTOR_KINDS = [
-  "api_key",
-  "session",
-  "connection_token",
-  "admin",
-  "system",
-  "signed_url",
-] as const;
-export type ActorKind = (typeof ACTOR_KINDS)[number];
-
-/** The metadata version written now. */
-export const METADATA_VERSION = 2;
-
-export interface EventMetadata {
-  schemaVersion: number;
-  occurredAt: string;
-  actorKind: ActorKind;
-  accountId: string | null;
-  keyId: string | null;
-  agentId: string | null;
-  requestId: string | null;
-}
+import { ACTOR_KINDS, type ActorKind, type EventMetadata } from "../../domain/recorded-event.js";
 
 /** Version-1 events the operator caused through the admin API (they carried no key id). */
 const ADMIN_TYPES = new Set([

@@ -1,4 +1,4 @@
-import type { EventMetadata } from "./metadata.js";
+import type { EventMetadata, Position, RecordedEvent } from "../../domain/recorded-event.js";
 
 /**
  * The event store port: every adapter (PostgreSQL/PGlite, KurrentDB) honours this contract,
@@ -16,30 +16,13 @@ export const ANY = "any" as const;
  */
 export type ExpectedVersion = typeof NO_STREAM | typeof ANY | number;
 
-/**
- * A place in the global log. Opaque to callers except for ordering: positions of one store
- * compare with plain string comparison, in commit order.
- */
-export type Position = string;
-
-export type { EventMetadata } from "./metadata.js";
+export type { EventMetadata, Position, RecordedEvent } from "../../domain/recorded-event.js";
 
 export interface EventToAppend {
   eventId: string;
   type: string;
   data: Record<string, unknown>;
   metadata: EventMetadata;
-}
-
-export interface RecordedEvent {
-  eventId: string;
-  streamId: string;
-  /** 0-based revision of this event inside its stream. */
-  revision: number;
-  type: string;
-  data: Record<string, unknown>;
-  metadata: EventMetadata;
-  position: Position;
 }
 
 export interface StreamAppend {
@@ -103,7 +86,7 @@ export interface EventStore {
    * How many appends by other processes this process has heard of so far, or null when it cannot
    * tell (another process may be appending unheard). A stream read while this was n has had no
    * other writer since, as long as it is still n: the commands trust the states they remember on
-   * that (src/commands/snapshots.ts). News of another process's append takes a few milliseconds.
+   * that (src/command-handlers/snapshots.ts). News of another process's append takes a few milliseconds.
    */
   foreignAppends(): number | null;
   /** Answers when the store is reachable. */

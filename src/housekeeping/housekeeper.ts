@@ -1,9 +1,9 @@
 import { blobKey } from "../blobs/keys.js";
-import { SYSTEM_ACTOR } from "../commands/streams.js";
-import { activateHeld } from "../commands/transfers/activate.js";
-import { changeTransfer, type TransferDeps } from "../commands/transfers/record.js";
+import { SYSTEM_ACTOR } from "../command-handlers/streams.js";
+import { activateHeld } from "../command-handlers/transfers/activate.js";
+import { changeTransfer, type TransferDeps } from "../command-handlers/transfers/record.js";
+import { pruneIdempotencyRecords } from "../db/stored-answers.js";
 import { AppendSignal } from "../eventstore/catch-up.js";
-import { pruneIdempotencyRecords } from "../http/idempotency.js";
 import { findPerson, heldTransfersNowReceivable } from "../queries/humans.js";
 import { dueForExpiry, dueForPurge } from "../queries/transfers.js";
 import { type LeftoversSwept, sweepLeftovers } from "./leftovers.js";

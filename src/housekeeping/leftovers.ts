@@ -1,7 +1,7 @@
 import { streams } from "../../domain/streams.js";
 import { transferDecider } from "../../domain/transfer.js";
 import type { BlobStore } from "../blobs/port.js";
-import { load } from "../commands/streams.js";
+import { load } from "../command-handlers/streams.js";
 import type { EventStore } from "../eventstore/port.js";
 
 /** Where transfers' blobs live: `transfers/{transferId}/{fileId}` (src/blobs/keys.ts). */

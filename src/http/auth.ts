@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Knex } from "knex";
 import type { Clock } from "../clock.js";
-import type { Actor } from "../commands/streams.js";
+import type { Actor } from "../command-handlers/streams.js";
 import { openSessionAccount } from "../queries/humans.js";
 import type { HotLookups } from "../read-models/hot-rows.js";
 import { type HumanTokens, SESSION_TOKEN_PREFIX } from "../security/human-tokens.js";

@@ -3,6 +3,8 @@ import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { DomainError, type DomainErrorCode } from "../../domain/decider.js";
 import { WrongExpectedVersionError } from "../eventstore/port.js";
+import { AmbiguousRecipientError } from "../queries/recipients.js";
+import { maskEmail } from "./presenters.js";
 
 export interface ErrorDetail {
   path: string;
@@ -127,6 +129,14 @@ export const protocolErrorBody = (status: number, message: string): ErrorBody =>
 function toBody(error: unknown): ErrorBody {
   if (error instanceof HttpError) {
     return body(error.status, error.code, error.message, error.details, error.candidates);
+  }
+  if (error instanceof AmbiguousRecipientError) {
+    const candidates = error.candidates.map((agent) => ({
+      account_id: agent.account_id,
+      account_name: agent.account_name,
+      email_masked: maskEmail(agent.account_email),
+    }));
+    return body(400, "AMBIGUOUS_RECIPIENT", error.message, undefined, candidates);
   }
   if (error instanceof DomainError) {
     const { status, code = error.code } = DOMAIN_ERRORS[error.code];

@@ -1,53 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Knex } from "knex";
 import type { Clock } from "../clock.js";
-import { seal, sha256Hex, unseal } from "../security/secrets.js";
+import { openedAnswer, RETENTION_MS, sealedAnswer } from "../db/stored-answers.js";
+import { sha256Hex } from "../security/secrets.js";
 import { HttpError, validationError } from "./errors.js";
 
-const RETENTION_MS = 24 * 60 * 60 * 1000;
 const HEADER = "idempotency-key";
-/**
- * Stored answers are sealed under the server key: some carry a secret shown once (a new API key,
- * a connection token), which must not sit in the database in clear (docs/security.md).
- */
-const SEAL_PURPOSE = "idempotency-replay";
-
-/** Deletes the records past their 24 hours, the answers they hold with them. */
-export async function pruneIdempotencyRecords(db: Knex, now: Date): Promise<number> {
-  return db("idempotency_records")
-    .where("created_at", "<", new Date(now.getTime() - RETENTION_MS))
-    .del();
-}
-
-/**
- * Erasure (decisions 6.5): deletes the stored answers that show an e-mail address, and every answer
- * of the erased account (`accountId`). Answers are sealed, so each kept one is opened to look.
- */
-export async function forgetStoredAnswers(
-  db: Knex,
-  serverKey: Buffer,
-  email: string,
-  accountId: string | null,
-): Promise<void> {
-  if (accountId)
-    await db("idempotency_records")
-      .where({ scope: `account:${accountId}` })
-      .delete();
-  const rows = await db("idempotency_records")
-    .whereNotNull("body")
-    .select<{ scope: string; key: string; body: string }[]>("scope", "key", "body");
-  const address = email.trim().toLowerCase();
-  for (const row of rows) {
-    if (openedAnswer(serverKey, row.body).toLowerCase().includes(address)) {
-      await db("idempotency_records").where({ scope: row.scope, key: row.key }).delete();
-    }
-  }
-}
-
-/** A stored answer in clear; one stored before answers were sealed is JSON as it is. */
-function openedAnswer(serverKey: Buffer, body: string): string {
-  return body.startsWith("{") ? body : unseal(serverKey, SEAL_PURPOSE, body).toString("utf8");
-}
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -117,7 +75,7 @@ export class Idempotency {
         const body = typeof payload === "string" ? payload : JSON.stringify(payload ?? null);
         await this.db("idempotency_records")
           .where(claim)
-          .update({ status_code: reply.statusCode, body: seal(this.serverKey, SEAL_PURPOSE, body) });
+          .update({ status_code: reply.statusCode, body: sealedAnswer(this.serverKey, body) });
       }
       return payload;
     });

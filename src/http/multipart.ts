@@ -1,6 +1,7 @@
 import fastifyMultipart from "@fastify/multipart";
 import type { FastifyInstance } from "fastify";
 import { STREAM_CHUNK } from "../blobs/filesystem.js";
+import { HttpError, validationError } from "./errors.js";
 
 /**
  * Multipart parsing for the one route that takes it (POST /v1/transfers); elsewhere such a body is
@@ -21,4 +22,19 @@ export async function acceptMultipart(scope: FastifyInstance): Promise<void> {
       parts: 200,
     },
   });
+}
+
+/**
+ * Errors of the multipart parser are the client's: a malformed or over-limit body. Any other error
+ * goes on as it is.
+ */
+export function multipartClientError(error: unknown): unknown {
+  const e = error as { code?: string; statusCode?: number; message?: string };
+  if (e.code === "FST_REQ_FILE_TOO_LARGE" || e.statusCode === 413) {
+    return new HttpError(413, "PAYLOAD_TOO_LARGE", e.message ?? "the form is too large");
+  }
+  const parser =
+    (e.code ?? "").startsWith("FST_") ||
+    /^(Unexpected end of (form|multipart data)|Malformed|Multipart: )/.test(e.message ?? "");
+  return parser ? validationError(`the multipart body is invalid: ${e.message}`, "body") : error;
 }

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { ERASED } from "../../domain/personal-data.js";
 import type { PlanLimits } from "../../domain/plan-limits.js";
 import { bytesOf, statusAt, type Transfer, type TransferFile } from "../../domain/transfer.js";
 import type { AccountRow } from "../queries/accounts.js";
@@ -6,6 +7,16 @@ import type { AgentRow } from "../queries/agents.js";
 import type { PersonRow } from "../queries/humans.js";
 import type { TransferRow } from "../queries/transfers.js";
 import type { agentSchema } from "./schemas.js";
+
+/** Decisions/spec 7: an address is shown to other accounts only masked, never in full. */
+export function maskEmail(email: string): string {
+  if (email === ERASED) return ERASED;
+  const [local = "", domain = ""] = email.split("@");
+  const dot = domain.lastIndexOf(".");
+  const host = dot > 0 ? domain.slice(0, dot) : domain;
+  const tld = dot > 0 ? domain.slice(dot) : "";
+  return `${local.slice(0, 1)}***@${host.slice(0, 1)}***${tld}`;
+}
 
 const iso = (value: Date | string) => new Date(value).toISOString();
 const isoOrNull = (value: Date | string | null) => (value === null ? null : iso(value));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { TRANSFER_MODES } from "../../domain/transfer.js";
-import type { TransferIntent } from "../commands/transfers/intent.js";
+import type { TransferIntent } from "../command-handlers/transfers/intent.js";
 import { validationError } from "./errors.js";
 import { jsonProblem } from "./json-guard.js";
 import { longTextSchema, metadataSchema, timestamp } from "./schemas.js";

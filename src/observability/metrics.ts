@@ -1,15 +1,10 @@
 import type { Readable } from "node:stream";
 import { pipeline, Transform, type TransformCallback } from "node:stream";
-import type { FastifyInstance } from "fastify";
-import fastifyPlugin from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { BlobStore } from "../blobs/port.js";
-import { bearer } from "../http/auth.js";
-import { unauthorized } from "../http/errors.js";
-import { digestsEqual, sha256Hex } from "../security/secrets.js";
 
 /**
- * Every Prometheus metric of the service, in one registry served at GET /metrics. The counters
+ * Every Prometheus metric of the service, in one registry served at GET /metrics (src/http/metrics.ts). The counters
  * are process-wide (one server per process), so the code that appends events, moves blob bytes or
  * refuses a request over its rate limit counts with a one-line call to a function of this module.
  */
@@ -121,40 +116,14 @@ export interface ProjectionLag {
   ms: number;
 }
 
-export interface MetricsOptions {
-  /** When set, GET /metrics needs `Authorization: Bearer <token>`; else it is open (docs/deployment.md). */
-  token: string | null;
-  /** Read at each scrape; the projection engine supplies it. */
-  projectionLag: () => Promise<ProjectionLag>;
+/** Hook for the HTTP layer: call once per answered request, labelled by its route pattern. */
+export function observeRequest(method: string, route: string, statusCode: number, seconds: number): void {
+  requestDuration.observe({ method, route, status_code: String(statusCode) }, seconds);
 }
 
-/** Times every request by its route pattern, and serves GET /metrics in Prometheus text format. */
-export const metricsPlugin = fastifyPlugin<MetricsOptions>(
-  async (app: FastifyInstance, options) => {
-    app.addHook("onResponse", async (request, reply) => {
-      requestDuration.observe(
-        {
-          method: request.method,
-          // Unmatched URLs (404s, scans) share one label: the raw URL would grow the series without bound.
-          route: request.routeOptions.url ?? "unmatched",
-          status_code: String(reply.statusCode),
-        },
-        reply.elapsedTime / 1000,
-      );
-    });
-
-    const expected = options.token === null ? null : sha256Hex(options.token);
-    app.get("/metrics", { config: { auth: "none" }, schema: { hide: true } }, async (request, reply) => {
-      if (expected !== null) {
-        const token = bearer(request);
-        if (!token || !digestsEqual(sha256Hex(token), expected)) throw unauthorized("invalid metrics token");
-      }
-      const lag = await options.projectionLag();
-      projectionLagEvents.set(lag.events);
-      projectionLagSeconds.set(lag.ms / 1000);
-      reply.header("content-type", registry.contentType);
-      return registry.metrics();
-    });
-  },
-  { name: "handoff-metrics" },
-);
+/** Every metric in Prometheus text format, with the read models' lag as of now. */
+export async function scrape(lag: ProjectionLag): Promise<{ contentType: string; text: string }> {
+  projectionLagEvents.set(lag.events);
+  projectionLagSeconds.set(lag.ms / 1000);
+  return { contentType: registry.contentType, text: await registry.metrics() };
+}

@@ -1,9 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, randomUUID } from "node:crypto";
 import type { Knex } from "knex";
+import { ERASED } from "../../domain/personal-data.js";
 import { seal, unseal } from "../security/secrets.js";
-
-/** What an erased person's data reads as, everywhere (decisions 6.5). */
-export const ERASED = "[erased]";
 
 /** A sealed value in an event: `pii:v1:<person id>:<base64url of nonce ‖ ciphertext ‖ tag>`. */
 const TOKEN = /^pii:v1:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;

@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
-import type { ActorKind } from "../eventstore/metadata.js";
-import { personalFields } from "../privacy/fields.js";
+import { personalFields } from "../../domain/personal-data.js";
+import type { ActorKind } from "../../domain/recorded-event.js";
 import type { PersonalData } from "../privacy/personal-data.js";
 
 export interface HistoryRow {

@@ -1,10 +1,11 @@
 import type { HumanEvent } from "../../domain/human.js";
+import { ERASED } from "../../domain/personal-data.js";
 import { idOf } from "../../domain/streams.js";
 import type { TransferEvent, TransferRecord } from "../../domain/transfer.js";
 import type { Clock } from "../clock.js";
 import type { EventStore, RecordedEvent } from "../eventstore/port.js";
 import type { Email, Mailer } from "../mail/mailer.js";
-import { ERASED, type PersonalData } from "../privacy/personal-data.js";
+import type { PersonalData } from "../privacy/personal-data.js";
 import { revealRow } from "../privacy/reveal.js";
 import type { HumanTokens } from "../security/human-tokens.js";
 

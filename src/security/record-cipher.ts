@@ -6,7 +6,7 @@ import { Transform, type TransformCallback } from "node:stream";
  * encrypted before the server wrote decisions 5.3's format: AES-256-GCM over fixed-size records,
  * each with its own nonce (a random prefix plus the record number) and a flag in its associated
  * data marking the last record. Activation reads such files once to rewrite them in the new format
- * (src/commands/transfers/activate.ts); nothing writes HOF1 any more (the writer is kept for tests
+ * (src/command-handlers/transfers/activate.ts); nothing writes HOF1 any more (the writer is kept for tests
  * in test/support/legacy-at-rest.ts).
  *
  * Layout: "HOF1" | record size (uint32 BE) | nonce prefix (8 bytes) | records, each

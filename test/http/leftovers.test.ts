@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blobKey } from "../../src/blobs/keys.js";
-import { newTransferId } from "../../src/commands/transfers/upload.js";
+import { newTransferId } from "../../src/command-handlers/transfers/upload.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import {
   blobFiles,

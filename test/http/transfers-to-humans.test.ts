@@ -13,9 +13,9 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { projections } from "../../projections/index.js";
 import { blobKey } from "../../src/blobs/keys.js";
-import { appendAll, toAppend } from "../../src/commands/streams.js";
-import { LEGACY_DATA_KEY_PURPOSE } from "../../src/commands/transfers/activate.js";
-import { newFileId, newTransferId } from "../../src/commands/transfers/upload.js";
+import { appendAll, toAppend } from "../../src/command-handlers/streams.js";
+import { LEGACY_DATA_KEY_PURPOSE } from "../../src/command-handlers/transfers/activate.js";
+import { newFileId, newTransferId } from "../../src/command-handlers/transfers/upload.js";
 import { NO_STREAM } from "../../src/eventstore/port.js";
 import { seal } from "../../src/security/secrets.js";
 import { startTestApp, type TestApp } from "../support/app.js";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
-import { createAccount } from "../../src/commands/accounts.js";
+import { createAccount } from "../../src/command-handlers/accounts.js";
 import { loadConfig } from "../../src/config.js";
 import { openService } from "../../src/service.js";
 import { ADMIN_TOKEN } from "../support/app.js";

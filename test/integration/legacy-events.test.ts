@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EventMetadata } from "../../domain/recorded-event.js";
 import { streams } from "../../domain/streams.js";
-import type { EventMetadata } from "../../src/eventstore/metadata.js";
 import { NO_STREAM } from "../../src/eventstore/port.js";
 import { sha256Hex } from "../../src/security/secrets.js";
 import { expectError } from "../http/helpers.js";

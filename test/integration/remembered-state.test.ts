@@ -13,7 +13,7 @@ import { postgresServer, postgresSkipReason, titled } from "../support/databases
 
 /**
  * Each server process decides on the states it remembers and answers API keys and agents from
- * rows it remembers (src/commands/snapshots.ts, src/read-models/hot-rows.ts). Two instances on one
+ * rows it remembers (src/command-handlers/snapshots.ts, src/read-models/hot-rows.ts). Two instances on one
  * database: what one changes, the other must honour as soon as it has heard of the append.
  */
 describe.skipIf(!postgresServer)(

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { changePlan, createAccount, defaultAccountName } from "../../commands/accounts.js";
-import { type Erasure, type ErasureDeps, eraseAccount, erasePerson } from "../../commands/erasure.js";
+import { changePlan, createAccount, defaultAccountName } from "../../command-handlers/accounts.js";
+import { type Erasure, type ErasureDeps, eraseAccount, erasePerson } from "../../command-handlers/erasure.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
 import { adminActor } from "../auth.js";

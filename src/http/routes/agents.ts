@@ -1,80 +1,15 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { AgentKeys } from "../../../domain/agent.js";
-import { connectAgent, disconnectAgent, registerAgent, updateAgent } from "../../commands/agents.js";
+import { connectAgent, disconnectAgent, registerAgent, updateAgent } from "../../command-handlers/agents.js";
+import * as api from "../../contract/agents.js";
 import { type AgentRow, findAgent, listAgents } from "../../queries/agents.js";
 import { isBase64Key32 } from "../../security/public-keys.js";
 import { callerAccount } from "../auth.js";
 import { HttpError, notFound } from "../errors.js";
 import { presentAgent } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
-import {
-  agentListItemSchema,
-  agentSchema,
-  agentTypeSchema,
-  errors,
-  longTextSchema,
-  metadataSchema,
-  nameSchema,
-  patchedAgentSchema,
-  slugSchema,
-  timestamp,
-  webhookUrlSchema,
-} from "../schemas.js";
-
-const keysSchema = {
-  public_key_algorithm: z.literal("X25519").default("X25519"),
-  signing_public_key: z.string().optional(),
-  signing_key_algorithm: z.literal("Ed25519").default("Ed25519"),
-};
-
-const registerBody = z.object({
-  agent_id: slugSchema,
-  public_key: z.string().optional(),
-  ...keysSchema,
-  name: nameSchema.optional(),
-  description: longTextSchema.optional(),
-  webhook_url: webhookUrlSchema.optional(),
-  agent_type: agentTypeSchema.optional(),
-  metadata: metadataSchema.optional(),
-});
-
-const registerResponse = z.object({
-  id: z.uuid(),
-  agent_id: z.string(),
-  name: z.string().nullable(),
-  connection_status: z.enum(["pending", "connected"]),
-  public_key: z.string().optional(),
-  key_version: z.number().int().optional(),
-  connection_token: z.string().nullable(),
-  claim_code: z.string().nullable(),
-  token_expires_at: timestamp.nullable(),
-  inbox_url: z.string(),
-  created_at: timestamp,
-  message: z.string(),
-});
-
-const connectBody = z.object({ public_key: z.string(), ...keysSchema });
-const connectResponse = z.object({
-  agent_id: z.string(),
-  status: z.literal("connected"),
-  key_version: z.number().int(),
-  message: z.string(),
-});
-
-const patchBody = z
-  .object({
-    name: nameSchema,
-    description: longTextSchema.nullable(),
-    webhook_url: webhookUrlSchema.nullable(),
-    agent_type: agentTypeSchema,
-    metadata: metadataSchema,
-  })
-  .partial()
-  .strict();
-
-const idParams = z.object({ id: z.string() });
+import { serve } from "../serve.js";
 
 /** Checks both keys of a request; a malformed key is INVALID_PUBLIC_KEY, never a generic 400. */
 function agentKeys(publicKey: string, signingPublicKey: string | undefined): AgentKeys {
@@ -112,17 +47,9 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
-    routes.post(
-      "/v1/agents/register",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "Register an agent (one-shot with public_key, two-step without)",
-          body: registerBody,
-          response: { 201: registerResponse, ...errors(400, 401, 403, 409, 415) },
-        },
-      },
-      async (request, reply) => {
+    routes.route({
+      ...serve(api.registerAgent),
+      handler: async (request, reply) => {
         const caller = callerAccount(request);
         const body = request.body;
         const keys =
@@ -163,20 +90,11 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
             : `Agent ${agent.agent_id} is registered. Connect it within one hour: POST /v1/agents/connect with the connection token as Bearer.`,
         });
       },
-    );
+    });
 
-    routes.post(
-      "/v1/agents/connect",
-      {
-        config: { auth: "connectionToken" },
-        schema: {
-          tags: ["agents"],
-          summary: "Complete the two-step registration with the one-time connection token",
-          body: connectBody,
-          response: { 200: connectResponse, ...errors(400, 401, 415) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.connectAgent),
+      handler: async (request) => {
         if (request.principal.kind !== "connectionToken")
           throw new Error("connect without a connection token");
         const keys = agentKeys(request.body.public_key, request.body.signing_public_key);
@@ -190,18 +108,11 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
           message: `Agent ${agent.agent_id} is connected.`,
         };
       },
-    );
+    });
 
-    routes.get(
-      "/v1/agents",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "List the agents of the caller's account",
-          response: { 200: z.object({ agents: z.array(agentListItemSchema) }), ...errors(401) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.listAgents),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const rows = await listAgents(db, caller.accountId);
         return {
@@ -212,33 +123,17 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
           }),
         };
       },
-    );
+    });
 
-    routes.get(
-      "/v1/agents/:id",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "Get one agent, with its public keys",
-          params: idParams,
-          response: { 200: agentSchema, ...errors(401, 403, 404) },
-        },
-      },
-      async (request) => presentAgent(await ownAgent(callerAccount(request).accountId, request.params.id)),
-    );
+    routes.route({
+      ...serve(api.getAgent),
+      handler: async (request) =>
+        presentAgent(await ownAgent(callerAccount(request).accountId, request.params.id)),
+    });
 
-    routes.patch(
-      "/v1/agents/:id",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "Change an agent's profile; only the fields present change, keys never",
-          params: idParams,
-          body: patchBody,
-          response: { 200: patchedAgentSchema, ...errors(400, 401, 403, 404, 409, 415) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.updateAgent),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const agent = await ownAgent(caller.accountId, request.params.id);
         const { name, description, webhook_url, agent_type, metadata } = request.body;
@@ -255,25 +150,17 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         await settle(result.position);
         return presentAgent(await settledAgent(agent.id));
       },
-    );
+    });
 
-    routes.delete(
-      "/v1/agents/:id",
-      {
-        schema: {
-          tags: ["agents"],
-          summary: "Disconnect an agent; its slug is free for a re-registration (key rotation)",
-          params: idParams,
-          response: { 200: agentSchema, ...errors(401, 403, 404) },
-        },
-      },
-      async (request) => {
+    routes.route({
+      ...serve(api.disconnectAgent),
+      handler: async (request) => {
         const caller = callerAccount(request);
         const agent = await ownAgent(caller.accountId, request.params.id);
         const result = await disconnectAgent(deps, caller.accountId, agent.id, caller);
         await settle(result.position);
         return presentAgent(await settledAgent(agent.id));
       },
-    );
+    });
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { createApiKey, revokeApiKey } from "../../commands/api-keys.js";
+import { createApiKey, revokeApiKey } from "../../command-handlers/api-keys.js";
 import { findApiKey, listApiKeys } from "../../queries/accounts.js";
 import { type Caller, callerAccount } from "../auth.js";
 import { HttpError, notFound } from "../errors.js";

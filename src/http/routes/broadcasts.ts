@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { BROADCAST_SEVERITIES } from "../../../domain/broadcast.js";
-import { markBroadcastRead, publishBroadcast } from "../../commands/broadcasts.js";
+import { markBroadcastRead, publishBroadcast } from "../../command-handlers/broadcasts.js";
 import { isUuid } from "../../queries/agents.js";
 import {
   type BroadcastRow,

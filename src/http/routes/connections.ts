@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { changeConnection, requestConnection } from "../../commands/connections.js";
+import { changeConnection, requestConnection } from "../../command-handlers/connections.js";
 import { type AccountRow, findAccount } from "../../queries/accounts.js";
 import {
   type ConnectionRow,
@@ -11,7 +11,7 @@ import {
 } from "../../queries/connections.js";
 import { callerAccount } from "../auth.js";
 import { notFound } from "../errors.js";
-import { maskEmail } from "../recipients.js";
+import { maskEmail } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { errors, timestamp } from "../schemas.js";
 

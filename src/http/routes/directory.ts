@@ -3,9 +3,9 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { areConnected, sendableAgents, visibleAgents } from "../../queries/connections.js";
 import { findPersonByEmail, hasSentToPerson, verifiedPersonEmail } from "../../queries/humans.js";
+import { AmbiguousRecipientError, pickAgent } from "../../queries/recipients.js";
 import { callerAccount } from "../auth.js";
 import { notFound } from "../errors.js";
-import { ambiguous, pickAgent } from "../recipients.js";
 import type { RouteContext } from "../route-context.js";
 import { errors } from "../schemas.js";
 
@@ -117,7 +117,7 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
           caller.accountId,
           account ?? null,
         );
-        if (resolution.kind === "ambiguous") throw ambiguous(ref, resolution.candidates);
+        if (resolution.kind === "ambiguous") throw new AmbiguousRecipientError(ref, resolution.candidates);
         // Another account's agent without a connection is "not found", never "forbidden": no enumeration.
         if (resolution.kind === "none") throw notFound("agent");
         const agent = resolution.agent;

@@ -5,7 +5,7 @@ import { statusAt, type TransferStatus } from "../../../domain/transfer.js";
 import { attachment } from "../../blobs/content-disposition.js";
 import type { LocalBlobUrls } from "../../blobs/local-urls.js";
 import { BlobNotFoundError, BlobTooLargeError } from "../../blobs/port.js";
-import { loadTransfer } from "../../commands/transfers/record.js";
+import { loadTransfer } from "../../command-handlers/transfers/record.js";
 import { findTransfer } from "../../queries/transfers.js";
 import { fileTooLarge, HttpError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";

@@ -1,10 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import { getHealth, getReadiness } from "../../contract/health.js";
 import type { RouteContext } from "../route-context.js";
-import { errors } from "../schemas.js";
-
-const NONE = { auth: "none" as const };
+import { serve } from "../serve.js";
 
 async function answers(check: () => Promise<unknown>): Promise<boolean> {
   try {
@@ -19,26 +17,11 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
   return async (app) => {
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
-    routes.get(
-      "/healthz",
-      {
-        config: NONE,
-        schema: { tags: ["health"], response: { 200: z.object({ status: z.literal("ok") }) } },
-      },
-      async () => ({ status: "ok" as const }),
-    );
+    routes.route({ ...serve(getHealth), handler: async () => ({ status: "ok" as const }) });
 
-    routes.get(
-      "/readyz",
-      {
-        config: NONE,
-        schema: {
-          tags: ["health"],
-          summary: "200 when every store answers and the projections are caught up",
-          response: { 200: z.object({ status: z.literal("ready") }), ...errors(503) },
-        },
-      },
-      async (_request, reply) => {
+    routes.route({
+      ...serve(getReadiness),
+      handler: async (_request, reply) => {
         const missing: { path: string; message: string }[] = [];
         if (!(await answers(() => service.db.raw("select 1")))) {
           missing.push({ path: "database", message: "does not answer" });
@@ -63,6 +46,6 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
           },
         });
       },
-    );
+    });
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { ACTOR_KINDS } from "../../eventstore/metadata.js";
+import { ACTOR_KINDS } from "../../../domain/recorded-event.js";
 import { findAgent } from "../../queries/agents.js";
 import { complianceReport, reportCsv, reportHead } from "../../queries/compliance.js";
 import { type HistorySubject, historyOf, presentHistory } from "../../queries/history.js";

@@ -9,7 +9,7 @@ import {
   setReceivingKey,
   signUp,
   verifyEmail,
-} from "../../commands/humans.js";
+} from "../../command-handlers/humans.js";
 import { findAccount } from "../../queries/accounts.js";
 import { findPerson } from "../../queries/humans.js";
 import { isBase64Key32 } from "../../security/public-keys.js";

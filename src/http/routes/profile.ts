@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { recordSeen } from "../../commands/agents.js";
+import { recordSeen } from "../../command-handlers/agents.js";
 import { limitsOf } from "../../plans/catalog.js";
 import { revealRows } from "../../privacy/reveal.js";
 import { findAccount } from "../../queries/accounts.js";

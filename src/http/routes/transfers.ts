@@ -2,9 +2,9 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Party } from "../../../domain/transfer.js";
-import { deleteTransfer, downloadTransfer } from "../../commands/transfers/download.js";
-import { confirmTransfer, createPresignedTransfer } from "../../commands/transfers/presigned.js";
-import { type StagedUpload, sendTransfer, stageUpload } from "../../commands/transfers/send.js";
+import { deleteTransfer, downloadTransfer } from "../../command-handlers/transfers/download.js";
+import { confirmTransfer, createPresignedTransfer } from "../../command-handlers/transfers/presigned.js";
+import { type StagedUpload, sendTransfer, stageUpload } from "../../command-handlers/transfers/send.js";
 import { revealRow, revealRows } from "../../privacy/reveal.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
 import { verifiedAddressee } from "../../queries/humans.js";
@@ -13,7 +13,7 @@ import { waitForRows } from "../../read-models/long-poll.js";
 import { callerAccount } from "../auth.js";
 import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
-import { acceptMultipart } from "../multipart.js";
+import { acceptMultipart, multipartClientError } from "../multipart.js";
 import { presentDownload, presentTransfer, type TransferView, viewOf } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { errors, timestamp } from "../schemas.js";
@@ -93,7 +93,7 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           } catch (error) {
             // The rest of the body is not worth reading: close the connection after the answer.
             reply.header("connection", "close");
-            throw error;
+            throw multipartClientError(error);
           }
           let sent: Awaited<ReturnType<typeof sendTransfer>>;
           try {

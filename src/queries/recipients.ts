@@ -1,17 +1,5 @@
-import { ERASED } from "../privacy/personal-data.js";
-import { isUuid } from "../queries/agents.js";
-import type { AgentWithAccount } from "../queries/connections.js";
-import { HttpError } from "./errors.js";
-
-/** Decisions/spec 7: candidates show an address only masked, never in full. */
-export function maskEmail(email: string): string {
-  if (email === ERASED) return ERASED;
-  const [local = "", domain = ""] = email.split("@");
-  const dot = domain.lastIndexOf(".");
-  const host = dot > 0 ? domain.slice(0, dot) : domain;
-  const tld = dot > 0 ? domain.slice(dot) : "";
-  return `${local.slice(0, 1)}***@${host.slice(0, 1)}***${tld}`;
-}
+import { isUuid } from "./agents.js";
+import type { AgentWithAccount } from "./connections.js";
 
 function matchesAccount(agent: AgentWithAccount, account: string): boolean {
   if (isUuid(account)) return agent.account_id === account.toLowerCase();
@@ -43,17 +31,16 @@ export function pickAgent(
   return { kind: "ambiguous", candidates };
 }
 
-/** 400 AMBIGUOUS_RECIPIENT, with a candidate per account (spec section 7). */
-export function ambiguous(ref: string, candidates: AgentWithAccount[]): HttpError {
-  return new HttpError(
-    400,
-    "AMBIGUOUS_RECIPIENT",
-    `'${ref}' names agents on several connected accounts; retry naming the account`,
-    undefined,
-    candidates.map((agent) => ({
-      account_id: agent.account_id,
-      account_name: agent.account_name,
-      email_masked: maskEmail(agent.account_email),
-    })),
-  );
+/**
+ * A slug that names agents on several connected accounts (spec section 7): the HTTP edge answers
+ * 400 AMBIGUOUS_RECIPIENT with one masked candidate per account.
+ */
+export class AmbiguousRecipientError extends Error {
+  constructor(
+    ref: string,
+    readonly candidates: AgentWithAccount[],
+  ) {
+    super(`'${ref}' names agents on several connected accounts; retry naming the account`);
+    this.name = "AmbiguousRecipientError";
+  }
 }

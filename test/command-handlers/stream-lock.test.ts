@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Outcome, StreamLock } from "../../src/commands/stream-lock.js";
+import { type Outcome, StreamLock } from "../../src/command-handlers/stream-lock.js";
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 

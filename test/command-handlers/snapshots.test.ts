@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import { describe, expect, it } from "vitest";
-import { SnapshotStore } from "../../src/commands/snapshots.js";
+import { SnapshotStore } from "../../src/command-handlers/snapshots.js";
 
 /** A store whose states are only remembered (stored: false never touches the table). */
 function remembering() {

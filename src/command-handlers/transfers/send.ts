@@ -1,15 +1,14 @@
-import type { Multipart } from "@fastify/multipart";
 import { fromBase64, wrapContentKey } from "@handoff/sdk";
+import { refuse } from "../../../domain/decider.js";
 import type { AtRestEncryption, TransferEncryption, TransferFile } from "../../../domain/transfer.js";
 import { storageLeft } from "../../../domain/usage.js";
 import { blobKey } from "../../blobs/keys.js";
-import { validationError } from "../../http/errors.js";
 import { newHeldContentKey } from "../../security/at-rest.js";
 import type { Actor } from "../streams.js";
 import { encryptionOf, partiesInput, type TransferIntent, termsOf } from "./intent.js";
 import { type PersonRecipient, resolveParties } from "./parties.js";
 import { createTransfer, prepareSender, type TransferDeps } from "./record.js";
-import { newTransferId, type ReceivedForm, receiveMultipart } from "./upload.js";
+import { type FormPart, newTransferId, type ReceivedForm, receiveMultipart } from "./upload.js";
 
 /** A multipart upload whose files are stored, waiting to become a transfer, or to be discarded. */
 export interface StagedUpload {
@@ -21,7 +20,7 @@ export interface StagedUpload {
 
 /** A multipart request's body as it arrives. */
 export interface MultipartUpload {
-  parts: AsyncIterable<Multipart>;
+  parts: AsyncIterable<FormPart>;
   /** Its declared Content-Length, or null (chunked): no file can take more. */
   bodyBytes: number | null;
   /** An Idempotency-Key came with it: fingerprint the files so a retry can be recognised. */
@@ -82,7 +81,8 @@ async function forPerson(
   const key = person.hasReceivingKey ? person.account?.receiving_key : null;
   if (intent.isEncrypted) {
     if (!key) {
-      throw validationError(
+      throw refuse(
+        "INVALID",
         "this person has no receiving key yet: send without is_encrypted and the server holds the files for them",
         "is_encrypted",
       );
@@ -90,7 +90,8 @@ async function forPerson(
     return { atRest: null, encryption };
   }
   if (!contentKey) {
-    throw validationError(
+    throw refuse(
+      "INVALID",
       "for agent-to-human transfers send the form fields before the files, so they can be encrypted as they arrive",
       "files",
     );
@@ -119,7 +120,7 @@ export async function sendTransfer(
   staged: StagedUpload,
 ) {
   const { transferId, form } = staged;
-  if (form.files.length === 0) throw validationError("at least one `files` part is required", "files");
+  if (form.files.length === 0) throw refuse("INVALID", "at least one `files` part is required", "files");
   const ivs = form.fields.get("encryption_iv") ?? [];
   const files: TransferFile[] = form.files.map((file, index) => ({
     ...file,

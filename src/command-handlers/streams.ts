@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Decider, type Decision, DomainError, fold } from "../../domain/decider.js";
-import { type ActorKind, METADATA_VERSION } from "../eventstore/metadata.js";
+import { type ActorKind, METADATA_VERSION } from "../../domain/recorded-event.js";
 import {
   type EventMetadata,
   type EventStore,

@@ -1,6 +1,6 @@
+import { refuse } from "../../../domain/decider.js";
 import type { Party, TransferFile } from "../../../domain/transfer.js";
 import { blobKey } from "../../blobs/keys.js";
-import { validationError } from "../../http/errors.js";
 import type { Actor } from "../streams.js";
 import { encryptionOf, partiesInput, type TransferIntent, termsOf } from "./intent.js";
 import { resolveParties } from "./parties.js";
@@ -35,7 +35,8 @@ export async function createPresignedTransfer(
   // direct upload to storage cannot do; one with a key gets what the client encrypted to it.
   const person = resolved.human;
   if (person && !(intent.isEncrypted && person.hasReceivingKey)) {
-    throw validationError(
+    throw refuse(
+      "INVALID",
       "agent-to-human transfers to someone without a receiving key go through POST /v1/transfers, so the server can encrypt them for the recipient",
       "mode",
     );

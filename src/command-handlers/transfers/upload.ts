@@ -1,13 +1,12 @@
 import { createHash, type Hash, randomBytes } from "node:crypto";
 import { type Duplex, pipeline, type Readable, Transform, type TransformCallback } from "node:stream";
-import type { Multipart } from "@fastify/multipart";
 import { encryptedSize } from "@handoff/sdk";
+import { refuse } from "../../../domain/decider.js";
 import { overMaxFileSize, type PlanLimits } from "../../../domain/plan-limits.js";
 import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
 import { ByteCounter, STREAM_CHUNK } from "../../blobs/filesystem.js";
 import { blobKey } from "../../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";
-import { fileTooLarge, HttpError, validationError } from "../../http/errors.js";
 import { encryptingStage } from "../../security/at-rest.js";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -29,9 +28,14 @@ export function checkFileName(name: string, path: string): void {
     name === "." ||
     name === ".."
   ) {
-    throw validationError("a file name must be 1 to 255 bytes and never a path", path);
+    throw refuse("INVALID", "a file name must be 1 to 255 bytes and never a path", path);
   }
 }
+
+/** One part of a multipart form, as the edge's parser hands it over. */
+export type FormPart =
+  | { type: "field"; fieldname: string; value: unknown }
+  | { type: "file"; fieldname: string; filename: string; mimetype: string; file: Readable };
 
 export interface ReceivedForm {
   fields: Map<string, string[]>;
@@ -100,18 +104,6 @@ async function storeFile(
     : { size, encryptionIv: null };
 }
 
-/** Errors of the multipart parser are the client's: a malformed or over-limit body. */
-function clientError(error: unknown): unknown {
-  const e = error as { code?: string; statusCode?: number; message?: string };
-  if (e.code === "FST_REQ_FILE_TOO_LARGE" || e.statusCode === 413) {
-    return new HttpError(413, "PAYLOAD_TOO_LARGE", e.message ?? "the form is too large");
-  }
-  const parser =
-    (e.code ?? "").startsWith("FST_") ||
-    /^(Unexpected end of (form|multipart data)|Malformed|Multipart: )/.test(e.message ?? "");
-  return parser ? validationError(`the multipart body is invalid: ${e.message}`, "body") : error;
-}
-
 const hasNul = (text: string) => text.includes("\u0000");
 
 /**
@@ -121,7 +113,7 @@ const hasNul = (text: string) => text.includes("\u0000");
  * every file's name, type and bytes, not the boundary: a retried upload has the same one.
  */
 export async function receiveMultipart(
-  parts: AsyncIterable<Multipart>,
+  parts: AsyncIterable<FormPart>,
   blobs: BlobStore,
   transferId: string,
   caps: UploadCaps,
@@ -139,18 +131,18 @@ export async function receiveMultipart(
       if (part.type === "field") {
         const value = String(part.value);
         if (hasNul(part.fieldname) || hasNul(value)) {
-          throw validationError("text must not contain NUL (U+0000) characters", part.fieldname);
+          throw refuse("INVALID", "text must not contain NUL (U+0000) characters", part.fieldname);
         }
         fields.set(part.fieldname, [...(fields.get(part.fieldname) ?? []), value]);
         fingerprint?.update(`field ${JSON.stringify([part.fieldname, value])}\n`);
         continue;
       }
       if (part.fieldname !== "files") {
-        throw validationError(`unexpected file field '${part.fieldname}'`, part.fieldname);
+        throw refuse("INVALID", `unexpected file field '${part.fieldname}'`, part.fieldname);
       }
       const path = `files[${files.length}]`;
       checkFileName(part.filename, path);
-      if (hasNul(part.filename)) throw validationError("a file name must not contain NUL characters", path);
+      if (hasNul(part.filename)) throw refuse("INVALID", "a file name must not contain NUL characters", path);
       const fileId = newFileId();
       const maxBytes = uploadAllowance(
         caps.limits,
@@ -177,7 +169,8 @@ export async function receiveMultipart(
       } catch (error) {
         if (!(error instanceof BlobTooLargeError)) throw error;
         const { maxFileSize } = caps.limits;
-        throw fileTooLarge(
+        throw refuse(
+          "FILE_TOO_LARGE",
           maxFileSize !== null && error.maxBytes === maxFileSize
             ? overMaxFileSize(part.filename, { ...caps.limits, maxFileSize })
             : `'${part.filename}' does not fit: the account's storage is full`,
@@ -186,7 +179,7 @@ export async function receiveMultipart(
     }
   } catch (error) {
     await blobs.delete(files.map((file) => blobKey(transferId, file.fileId)));
-    throw clientError(error);
+    throw error;
   }
   return { fields, files, contentKey: contentKey ?? null, fingerprint: fingerprint?.digest("hex") ?? "" };
 }

@@ -1,12 +1,12 @@
 import type { Knex } from "knex";
 import { z } from "zod";
+import { refuse } from "../../../domain/decider.js";
 import type { HumanRecipient, TransferMode, TransferParties } from "../../../domain/transfer.js";
-import { validationError } from "../../http/errors.js";
-import { ambiguous, pickAgent } from "../../http/recipients.js";
 import type { PersonalData } from "../../privacy/personal-data.js";
 import type { AgentRow } from "../../queries/agents.js";
 import { visibleAgents } from "../../queries/connections.js";
 import { findPersonByEmail, type PersonRow, verifiedPersonEmail } from "../../queries/humans.js";
+import { AmbiguousRecipientError, pickAgent } from "../../queries/recipients.js";
 import type { HotLookups } from "../../read-models/hot-rows.js";
 
 export interface PartiesInput {
@@ -45,11 +45,15 @@ export async function resolveParties(
   const senderAgent =
     input.mode === "human-to-agent" ? null : await hot.connectedAgent(accountId, input.sender);
   if (input.mode !== "human-to-agent" && !senderAgent) {
-    throw validationError(`sender '${input.sender}' is not a connected agent of this account`, "sender");
+    throw refuse("INVALID", `sender '${input.sender}' is not a connected agent of this account`, "sender");
   }
   if (input.mode === "agent-to-human") {
     if (!z.email().safeParse(input.recipient).success) {
-      throw validationError("the recipient of an agent-to-human transfer is an e-mail address", "recipient");
+      throw refuse(
+        "INVALID",
+        "the recipient of an agent-to-human transfer is an e-mail address",
+        "recipient",
+      );
     }
     const person = (await findPersonByEmail(db, people, input.recipient)) ?? null;
     const hasReceivingKey = person?.email_verified === true && person.receiving_key !== null;
@@ -73,17 +77,19 @@ export async function resolveParties(
   const personEmail =
     input.mode === "human-to-agent" ? await verifiedPersonEmail(db, people, accountId) : null;
   if (personEmail !== null && personEmail.toLowerCase() !== input.sender.toLowerCase()) {
-    throw validationError(`a person sends as their own address: sender must be '${personEmail}'`, "sender");
+    throw refuse("INVALID", `a person sends as their own address: sender must be '${personEmail}'`, "sender");
   }
   const visible =
     personEmail === null
       ? await hot.visibleAgents(accountId, input.recipient)
       : await visibleAgents(db, people, accountId, input.recipient, personEmail);
   const resolution = pickAgent(visible, accountId, input.recipientAccount);
-  if (resolution.kind === "ambiguous") throw ambiguous(input.recipient, resolution.candidates);
+  if (resolution.kind === "ambiguous")
+    throw new AmbiguousRecipientError(input.recipient, resolution.candidates);
   const recipientAgent = resolution.kind === "found" ? resolution.agent : null;
   if (recipientAgent?.connection_status !== "connected") {
-    throw validationError(
+    throw refuse(
+      "INVALID",
       `recipient '${input.recipient}' is not an agent this account can send to`,
       "recipient",
     );

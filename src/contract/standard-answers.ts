@@ -1,0 +1,91 @@
+import type { z } from "zod";
+import { ErrorBody } from "./common.js";
+import {
+  type Answer,
+  honoursIdempotencyKey,
+  isReply,
+  type OperationSpec,
+  type RawContent,
+  type ResponseHeader,
+  rateLimited,
+} from "./operation.js";
+
+/** An answer as documented: always a description, a JSON body where there is one. */
+export interface DocumentedAnswer {
+  description: string;
+  json?: z.ZodType;
+  raw?: Record<string, RawContent>;
+  headers: ResponseHeader[];
+}
+
+/** Decisions 3.1: what each error status means, in the one error body. */
+const ERROR_MEANINGS: Record<number, string> = {
+  400: "The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code",
+  401: "UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired",
+  403: "FORBIDDEN, or a limit of the plan (QUOTA_EXCEEDED, KEY_LIMIT_REACHED, EMAIL_NOT_VERIFIED)",
+  404: "NOT_FOUND: no such resource visible to the caller",
+  409: "A conflict with the current state (IDEMPOTENCY_CONFLICT when an Idempotency-Key was used with another request)",
+  410: "GONE: the resource existed but no longer takes this request",
+  413: "FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached",
+  415: "UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes",
+  416: "RANGE_NOT_SATISFIABLE: the Range names no byte of the file (Content-Range gives its size)",
+  429: "RATE_LIMITED: too many requests; retry after the seconds of Retry-After",
+  503: "The service is not ready (NOT_READY, with what is missing in `details`)",
+};
+
+const RATE_LIMIT_HEADERS: ResponseHeader[] = [
+  "X-RateLimit-Limit",
+  "X-RateLimit-Remaining",
+  "X-RateLimit-Reset",
+];
+
+/** The error statuses every operation of this kind can answer, whatever its handler decides. */
+function standardErrors(spec: OperationSpec): number[] {
+  const statuses: number[] = [];
+  if (spec.security !== "none") statuses.push(401);
+  if (rateLimited(spec)) statuses.push(429);
+  if (spec.params || spec.query || spec.body) statuses.push(400);
+  if (spec.body) statuses.push(413, 415);
+  if (honoursIdempotencyKey(spec)) statuses.push(400, 409);
+  return statuses;
+}
+
+function successAnswer(answer: Answer): Omit<DocumentedAnswer, "headers"> & { headers: ResponseHeader[] } {
+  if (!isReply(answer)) return { description: "Success", json: answer, headers: [] };
+  return {
+    description: answer.description,
+    ...(answer.json ? { json: answer.json } : {}),
+    ...(answer.raw ? { raw: answer.raw } : {}),
+    headers: [...(answer.headers ?? [])],
+  };
+}
+
+/** Headers that go on an answer of `status` because of what kind of operation it is. */
+function standardHeaders(spec: OperationSpec, status: number): ResponseHeader[] {
+  const headers: ResponseHeader[] = [];
+  // Counted requests carry the counter; a 401 is refused before counting.
+  if (rateLimited(spec) && status !== 401) headers.push(...RATE_LIMIT_HEADERS);
+  if (status === 429) headers.push("Retry-After");
+  // A stored answer (any status below 500) is sent again with this header.
+  if (honoursIdempotencyKey(spec) && status !== 401 && status !== 429) headers.push("Idempotent-Replayed");
+  return headers;
+}
+
+/** Every answer the operation gives, by status: its own and those of the rules above. */
+export function answersOf(spec: OperationSpec): Map<number, DocumentedAnswer> {
+  const answers = new Map<number, DocumentedAnswer>();
+  for (const [status, answer] of Object.entries(spec.responses)) {
+    answers.set(Number(status), successAnswer(answer));
+  }
+  const errors = new Set([...(spec.errors ?? []), ...standardErrors(spec)]);
+  for (const status of [...errors].sort((a, b) => a - b)) {
+    const meaning = ERROR_MEANINGS[status];
+    if (!meaning) throw new Error(`${spec.operationId}: no meaning for error status ${status}`);
+    answers.set(status, { description: meaning, json: ErrorBody, headers: [] });
+  }
+  for (const [status, answer] of answers) {
+    const headers = new Set([...answer.headers, ...standardHeaders(spec, status)]);
+    answer.headers = [...headers];
+  }
+  return new Map([...answers].sort(([a], [b]) => a - b));
+}
