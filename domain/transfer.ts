@@ -1,5 +1,5 @@
 import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
-import type { PlanLimits } from "./plan-limits.js";
+import { overMaxFileSize, type PlanLimits } from "./plan-limits.js";
 
 export const TRANSFER_MODES = ["agent-to-agent", "agent-to-human", "human-to-agent"] as const;
 export type TransferMode = (typeof TRANSFER_MODES)[number];
@@ -186,6 +186,14 @@ function expired(transfer: Transfer, now: string): boolean {
   return Date.parse(now) >= Date.parse(transfer.record.expiresAt);
 }
 
+/** Why a transfer takes no more downloads (410 GONE): used up, or expired, and since when. */
+function goneReason(transfer: Transfer): string {
+  const { maxDownloads, expiresAt } = transfer.record;
+  return transfer.status === "downloaded"
+    ? `this transfer is used up: its ${maxDownloads} allowed download${maxDownloads === 1 ? " was" : "s were"} made`
+    : `this transfer expired at ${expiresAt}`;
+}
+
 /** The status a reader sees at `now`: past `expires_at` it is expired, swept or not (decisions 3.13). */
 export function statusAt(status: TransferStatus, expiresAt: string, now: string): TransferStatus {
   return EXPIRING_STATUSES.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
@@ -215,12 +223,10 @@ function decideCreate(
 ): Decision<TransferEvent> {
   const { transferId, presigned, parties, human, atRest, terms, files, encryption, now } = command;
   if (files.length === 0) return refuse("INVALID", "at least one file is required", "files");
-  const tooLarge = files.find((file) => limits.maxFileSize !== null && file.size > limits.maxFileSize);
-  if (tooLarge) {
-    return refuse(
-      "FILE_TOO_LARGE",
-      `'${tooLarge.name}' is over the plan's maximum file size of ${limits.maxFileSize} bytes`,
-    );
+  const { maxFileSize } = limits;
+  const tooLarge = files.find((file) => maxFileSize !== null && file.size > maxFileSize);
+  if (tooLarge && maxFileSize !== null) {
+    return refuse("FILE_TOO_LARGE", overMaxFileSize(tooLarge.name, { ...limits, maxFileSize }));
   }
   const retentionMs = Date.parse(terms.expiresAt) - Date.parse(now);
   if (limits.maxRetentionSeconds !== null && retentionMs > limits.maxRetentionSeconds * 1000) {
@@ -308,9 +314,7 @@ function decide(
       ) {
         return refuse("TRANSFER_PENDING", "this transfer is not ready for download yet");
       }
-      if (state.status !== "active" || expired(state, command.now)) {
-        return refuse("GONE", "this transfer has expired or reached its download limit");
-      }
+      if (state.status !== "active" || expired(state, command.now)) return refuse("GONE", goneReason(state));
       const downloads = state.downloads + 1;
       const recorded: TransferEvent = {
         type: "DownloadRecorded",

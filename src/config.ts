@@ -37,6 +37,8 @@ const schema = z.object({
   S3_ENDPOINT: url(["http:", "https:"]).optional(),
   S3_REGION: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: flag.optional(),
+  S3_PUBLIC_ENDPOINT: url(["http:", "https:"]).optional(),
+  S3_CREATE_BUCKET: flag.optional(),
   SMTP_URL: url(["smtp:", "smtps:"]).optional(),
   MAIL_FROM: z.string().min(3).optional(),
   REDIS_URL: url(["redis:", "rediss:"]).optional(),
@@ -58,7 +60,16 @@ export interface Config {
   /** SMTP server URL, or null for the outbox folder. */
   smtpUrl: string | null;
   mailFrom: string;
-  s3: { bucket: string; endpoint: string | null; region: string | null; forcePathStyle: boolean } | null;
+  s3: {
+    bucket: string;
+    endpoint: string | null;
+    region: string | null;
+    forcePathStyle: boolean;
+    /** The endpoint presigned URLs name, for clients that reach S3 elsewhere than this server does. */
+    publicEndpoint: string | null;
+    /** Create the bucket and its CORS rule on start when missing (a bundled MinIO; not for AWS). */
+    createBucket: boolean;
+  } | null;
   serverKey: Buffer | null;
   adminToken: string | null;
   /** Bearer token GET /metrics requires; null leaves it open (docs/deployment.md). */
@@ -98,6 +109,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
           endpoint: c.S3_ENDPOINT ?? null,
           region: c.S3_REGION ?? null,
           forcePathStyle: c.S3_FORCE_PATH_STYLE ?? false,
+          publicEndpoint: c.S3_PUBLIC_ENDPOINT ?? null,
+          createBucket: c.S3_CREATE_BUCKET ?? false,
         }
       : null,
     serverKey: c.SERVER_KEY ?? null,

@@ -3,35 +3,30 @@
  * module only for them, so the client commands start without the server's dependencies.
  */
 
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { join, resolve } from "node:path";
 import v8 from "node:v8";
+import { writePrivateFile } from "@handoff/sdk/private-file";
 import type { Knex } from "knex";
 import { projections } from "../projections/index.js";
-import { UsageError } from "./cli-errors.js";
-import { createAccount, defaultAccountName } from "./command-handlers/accounts.js";
+import { errorLine, UsageError } from "./cli-errors.js";
+import { changePlan, createAccount, defaultAccountName } from "./command-handlers/accounts.js";
 import { loadConfig } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
 import { announceServerUrl } from "./db/embedded-lock.js";
 import type { EventStore, Position } from "./eventstore/port.js";
 import { buildApp } from "./http/app.js";
 import { presentAccount } from "./http/presenters.js";
+import { defaultWebRoot } from "./http/web-app.js";
 import { DEFAULT_PLAN, PLAN_IDS } from "./plans/catalog.js";
-import { findAccount } from "./queries/accounts.js";
+import { findAccount, findAccountByEmail } from "./queries/accounts.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { createAccountOnRunningServer } from "./running-server.js";
-import { openService } from "./service.js";
+import { openService, type Service } from "./service.js";
+import { startupLine } from "./startup-line.js";
 import { tuneHeapForStreaming } from "./streaming-heap.js";
-
-export const SERVER_USAGE = `Server commands:
-  serve                                   run the HTTP server
-  accounts create --email E [--name N] [--plan P]
-                                          create an account; prints it and a first API key as JSON
-  projections rebuild [name]              drop and rebuild read models from the event log
-                                          (all when no name; names: ${projections.map((p) => p.name).join(", ")})
-  replay --until POSITION                 build the read models as they were at POSITION into a
-                                          scratch schema (PostgreSQL) or data directory (embedded)`;
 
 /**
  * Streaming files churns through buffers while PGlite keeps a large heap: with V8's default heap
@@ -73,8 +68,9 @@ export async function serve(): Promise<void> {
   };
   process.once("SIGINT", () => void shutdown("SIGINT"));
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
-  await app.listen({ port: service.config.port, host: service.config.host });
+  const listening = await app.listen({ port: service.config.port, host: service.config.host });
   announceServerUrl(localUrl(app.server.address(), service.config.host));
+  process.stderr.write(startupLine(service.config, listening, defaultWebRoot()));
 }
 
 /** Where a process on this machine reaches the server: a wildcard host is reached on loopback. */
@@ -84,50 +80,134 @@ function localUrl(address: string | AddressInfo | null, host: string): string {
   return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${address.port}`;
 }
 
-export async function accountsCreate(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { email: { type: "string" }, name: { type: "string" }, plan: { type: "string" } },
-  });
-  if (!values.email || !/^[^\s@]+@[^\s@]+$/.test(values.email)) throw new UsageError("--email E is required");
-  const plan = values.plan ?? DEFAULT_PLAN;
+export interface AccountsCreateOptions {
+  email?: string;
+  name?: string;
+  plan?: string;
+  out?: string;
+  keepExisting?: boolean;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+function planOption(plan: string): string {
   if (!PLAN_IDS.includes(plan)) throw new UsageError(`--plan must be one of ${PLAN_IDS.join(", ")}`);
+  return plan;
+}
+
+/**
+ * `handoff accounts create --email E [--name N] [--plan P] [--out FILE [--keep-existing]]`: the
+ * account and its first API key as JSON, on stdout or, with --out, into FILE (mode 0600, written
+ * whole or not at all, never over an existing file; stdout then shows the account without the key).
+ * Beside a running embedded server, the account is made through that server (its admin API).
+ */
+export async function accountsCreate(values: AccountsCreateOptions): Promise<void> {
+  if (!values.email || !EMAIL.test(values.email)) throw new UsageError("--email E is required");
+  const plan = planOption(values.plan ?? DEFAULT_PLAN);
+  const out = values.out === undefined ? null : resolve(values.out);
   const config = loadConfig(process.env);
   const input = { email: values.email, name: values.name ?? defaultAccountName(values.email), plan };
-  const created = await createAccountOnRunningServer(config, input);
-  if (created) {
-    console.log(JSON.stringify(created, null, 2));
-    return;
+  if (!(out && existsSync(out))) {
+    const created = await createAccountOnRunningServer(config, input);
+    if (created) return deliverAccount(created as { account: unknown }, out);
   }
   const service = await openService(config);
   try {
+    if (out && existsSync(out)) {
+      const kept = await keptAccountFile(service, out, values.email, values.keepExisting ?? false);
+      console.error(`${out} already holds the account of ${kept.email} and its API key; kept it`);
+      console.log(JSON.stringify({ file: out, account: kept, kept: true }, null, 2));
+      return;
+    }
     const result = await createAccount(service.deps, input, { kind: "admin", accountId: null, keyId: null });
     await service.engine.waitFor(result.position, 10_000);
     const account = await findAccount(service.db, service.deps.people, result.accountId);
     const { id, name, apiKey, createdAt } = result.apiKey;
-    console.log(
-      JSON.stringify(
-        {
-          account: account && presentAccount(account),
-          api_key: { id, name, api_key: apiKey, created_at: createdAt },
-        },
-        null,
-        2,
-      ),
-    );
+    const answer = {
+      account: account && presentAccount(account),
+      api_key: { id, name, api_key: apiKey, created_at: createdAt },
+    };
+    await deliverAccount(answer, out);
   } finally {
     await service.close();
   }
 }
 
-export async function projectionsRebuild(args: string[]): Promise<void> {
-  const names = args.length > 0 ? args : projections.map((p) => p.name);
-  const unknown = names.filter((name) => !projections.some((p) => p.name === name));
+/** The new account and its key: on stdout, or into `out` (0600, never over a file) with the account on stdout. */
+async function deliverAccount(answer: { account: unknown }, out: string | null): Promise<void> {
+  if (!out) {
+    console.log(JSON.stringify(answer, null, 2));
+    return;
+  }
+  try {
+    await writePrivateFile(out, `${JSON.stringify(answer, null, 2)}\n`, { replace: false });
+  } catch (error) {
+    // The account exists now: its only key must not be lost with the file.
+    console.log(JSON.stringify(answer, null, 2));
+    throw new Error(
+      `could not write ${out} (${errorLine(error)}); the account and its API key are printed above`,
+    );
+  }
+  console.log(JSON.stringify({ file: out, account: answer.account }, null, 2));
+}
+
+/**
+ * An existing --out FILE: with --keep-existing it is kept when it holds the account of `email` on
+ * this server; otherwise (or without the flag) it is refused, never overwritten.
+ */
+async function keptAccountFile(service: Service, file: string, email: string, keepExisting: boolean) {
+  const refuse = (why: string) =>
+    new Error(`${file} already exists${why}; refusing to overwrite it (give another --out FILE)`);
+  if (!keepExisting) throw refuse(" (--keep-existing keeps it when it holds this account)");
+  let saved: { account?: { id?: string; email?: string } } | null = null;
+  try {
+    saved = JSON.parse(await readFile(file, "utf8"));
+  } catch {
+    throw refuse(" and is not an account file");
+  }
+  const account = saved?.account?.id
+    ? await findAccount(service.db, service.deps.people, saved.account.id)
+    : undefined;
+  if (!account) throw refuse(" and holds an account this server does not know (another DATA_DIR?)");
+  if (account.email.toLowerCase() !== email.toLowerCase())
+    throw refuse(` and holds the account of ${account.email}, not ${email}`);
+  return presentAccount(account);
+}
+
+/**
+ * `handoff accounts plan --email E --plan P`: moves an account to another plan (the operator's
+ * PATCH /v1/admin/accounts/{id}, without the server running); prints the account as JSON.
+ */
+export async function accountsPlan(values: { email?: string; plan?: string }): Promise<void> {
+  if (!values.email || !EMAIL.test(values.email)) throw new UsageError("--email E is required");
+  if (!values.plan) throw new UsageError(`--plan P is required (one of ${PLAN_IDS.join(", ")})`);
+  const plan = planOption(values.plan);
+  const service = await openService(loadConfig(process.env));
+  try {
+    const account = await findAccountByEmail(service.db, service.deps.people, values.email);
+    if (!account)
+      throw new Error(`no account has the address ${values.email} (handoff accounts create makes one)`);
+    const result = await changePlan(service.deps, account.id, plan, {
+      kind: "admin",
+      accountId: null,
+      keyId: null,
+    });
+    await service.engine.waitFor(result.position, 10_000);
+    const changed = await findAccount(service.db, service.deps.people, account.id);
+    console.log(JSON.stringify(changed && presentAccount(changed), null, 2));
+  } finally {
+    await service.close();
+  }
+}
+
+export async function projectionsRebuild(names: string[]): Promise<void> {
+  const chosen = names.length > 0 ? names : projections.map((p) => p.name);
+  const unknown = chosen.filter((name) => !projections.some((p) => p.name === name));
   if (unknown.length > 0) throw new UsageError(`unknown projection: ${unknown.join(", ")}`);
   const service = await openService(loadConfig(process.env), { runProjections: false });
   try {
     const started = Date.now();
-    await service.engine.rebuild(names, ({ projection, events, done }) => {
+    await service.engine.rebuild(chosen, ({ projection, events, done }) => {
       const line = `${projection}: ${events} events${done ? ` rebuilt in ${((Date.now() - started) / 1000).toFixed(1)} s` : "…"}`;
       if (process.stderr.isTTY) process.stderr.write(`\r${line}${done ? "\n" : ""}`);
       else if (done) process.stderr.write(`${line}\n`);
@@ -143,8 +223,7 @@ export async function projectionsRebuild(args: string[]): Promise<void> {
  * data directory beside DATA_DIR's (embedded; stop the server first, PGlite is single-process),
  * for debugging. The live read models are not touched. Prints where to look, as JSON.
  */
-export async function replay(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { until: { type: "string" } } });
+export async function replay(values: { until?: string }): Promise<void> {
   const until = values.until;
   if (!until || !/^[\w.:-]{1,200}$/.test(until)) {
     throw new UsageError("--until POSITION is required (a position from history or the audit feed)");

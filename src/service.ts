@@ -84,14 +84,19 @@ async function openBlobStore(
   const uploadLinks = new LocalBlobUrls(new UrlTokens(serverKey), config.publicBaseUrl);
   if (config.s3) {
     const { S3BlobStore } = await import("./blobs/s3.js");
-    const { bucket, endpoint, region, forcePathStyle } = config.s3;
+    const { bucket, endpoint, region, forcePathStyle, publicEndpoint, createBucket } = config.s3;
     const blobs = new S3BlobStore({
       bucket,
       ...(endpoint ? { endpoint } : {}),
       ...(region ? { region } : {}),
+      ...(publicEndpoint ? { publicEndpoint } : {}),
       forcePathStyle,
       uploadLinks,
     });
+    if (createBucket) {
+      const refused = await blobs.ensureBucket([new URL(config.publicBaseUrl).origin]);
+      if (refused) process.stderr.write(`S3_CREATE_BUCKET: ${refused}\n`);
+    }
     return { blobs, localBlobUrls: null, uploadLinks };
   }
   const blobs = new FileSystemBlobStore(join(config.dataDir, "blobs"), uploadLinks);

@@ -1,11 +1,13 @@
 import { pipeline, type Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
+  CreateBucketCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  PutBucketCorsCommand,
   PutObjectCommand,
   S3Client,
   type S3ClientConfig,
@@ -41,6 +43,23 @@ export interface S3BlobStoreOptions {
   uploadLinks: LocalBlobUrls;
   /** Bytes per part of a tus upload's multipart upload (at least 5 MiB). */
   resumablePartSize?: number;
+  /**
+   * The endpoint presigned URLs name, when clients reach the store at another address than this
+   * server does (MinIO in Compose: `minio:9000` inside, `localhost:9000` outside). A SigV4
+   * signature covers the host, so the URLs are signed for that endpoint, not rewritten afterwards.
+   */
+  publicEndpoint?: string;
+}
+
+/** What a browser needs of the bucket: the web app PUTs and GETs presigned URLs from its origin. */
+function corsRule(origins: string[]) {
+  return {
+    AllowedOrigins: origins,
+    AllowedMethods: ["GET", "HEAD", "PUT"],
+    AllowedHeaders: ["*"],
+    ExposeHeaders: ["Content-Length", "Content-Range", "Content-Disposition", "ETag"],
+    MaxAgeSeconds: 3600,
+  };
 }
 
 /** Multipart upload: each part is buffered, so a put holds at most about (queueSize + 1) × partSize. */
@@ -57,6 +76,8 @@ const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
  */
 export class S3BlobStore implements BlobStore {
   readonly client: S3Client;
+  /** Signs the URLs clients use: the client itself, or one for the public endpoint. */
+  private readonly presigner: S3Client;
   private readonly bucket: string;
   private readonly uploadLinks: LocalBlobUrls;
   readonly resumable: ResumableUploads;
@@ -64,20 +85,50 @@ export class S3BlobStore implements BlobStore {
   constructor(options: S3BlobStoreOptions) {
     this.bucket = options.bucket;
     this.uploadLinks = options.uploadLinks;
-    this.client = new S3Client({
-      region: options.region ?? (options.endpoint ? (process.env.AWS_REGION ?? "us-east-1") : undefined),
-      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-      ...(options.forcePathStyle !== undefined ? { forcePathStyle: options.forcePathStyle } : {}),
-      ...(options.credentials ? { credentials: options.credentials } : {}),
-      // Checksums only where S3 requires them (DeleteObjects). The newer default adds CRC32 trailers
-      // that many S3-compatible services reject, and puts a checksum of the empty body into
-      // presigned PUT URLs, which then refuse every real upload.
-      requestChecksumCalculation: "WHEN_REQUIRED",
-      responseChecksumValidation: "WHEN_REQUIRED",
-    });
+    const settings = (endpoint: string | undefined) =>
+      new S3Client({
+        region: options.region ?? (endpoint ? (process.env.AWS_REGION ?? "us-east-1") : undefined),
+        ...(endpoint ? { endpoint } : {}),
+        ...(options.forcePathStyle !== undefined ? { forcePathStyle: options.forcePathStyle } : {}),
+        ...(options.credentials ? { credentials: options.credentials } : {}),
+        // Checksums only where S3 requires them (DeleteObjects). The newer default adds CRC32 trailers
+        // that many S3-compatible services reject, and puts a checksum of the empty body into
+        // presigned PUT URLs, which then refuse every real upload.
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
+      });
+    this.client = settings(options.endpoint);
+    this.presigner = options.publicEndpoint ? settings(options.publicEndpoint) : this.client;
     this.resumable = new ResumableUploads(
       new S3ResumableStore(this.client, this.bucket, options.resumablePartSize),
     );
+  }
+
+  /**
+   * Creates the bucket when it is missing and sets the CORS rule the web app needs (`origins`: the
+   * web app's). Answers null, or what the store refused: MinIO's community edition takes no bucket
+   * CORS rule (NotImplemented) and is configured server-wide instead (MINIO_API_CORS_ALLOW_ORIGIN).
+   */
+  async ensureBucket(origins: string[]): Promise<string | null> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+      await this.client.send(new CreateBucketCommand({ Bucket: this.bucket }));
+    }
+    try {
+      await this.client.send(
+        new PutBucketCorsCommand({
+          Bucket: this.bucket,
+          CORSConfiguration: { CORSRules: [corsRule(origins)] },
+        }),
+      );
+      return null;
+    } catch (error) {
+      const name = (error as { name?: string }).name;
+      if (name !== "NotImplemented" && statusOf(error) !== 501) throw error;
+      return `the S3 service takes no bucket CORS rule (${name}); allow ${origins.join(", ")} in its own settings (MinIO: MINIO_API_CORS_ALLOW_ORIGIN)`;
+    }
   }
 
   async put(
@@ -181,7 +232,7 @@ export class S3BlobStore implements BlobStore {
   /** A presigned PUT that signs Content-Type and Content-Length: the client must send exactly those. */
   async uploadUrl(key: string, options: UploadUrlOptions): Promise<PresignedRequest> {
     const url = await getSignedUrl(
-      this.client,
+      this.presigner,
       new PutObjectCommand({
         Bucket: this.bucket,
         Key: key,
@@ -204,7 +255,7 @@ export class S3BlobStore implements BlobStore {
   /** A presigned GET that makes S3 answer as an attachment named `fileName`; honours Range. */
   async downloadUrl(key: string, options: DownloadUrlOptions): Promise<string> {
     return getSignedUrl(
-      this.client,
+      this.presigner,
       new GetObjectCommand({
         Bucket: this.bucket,
         Key: key,
@@ -221,6 +272,7 @@ export class S3BlobStore implements BlobStore {
 
   close(): void {
     this.client.destroy();
+    if (this.presigner !== this.client) this.presigner.destroy();
   }
 }
 

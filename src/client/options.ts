@@ -1,17 +1,5 @@
-import { type ParseArgsConfig, parseArgs } from "node:util";
 import { parseShieldLevel, type ShieldLevel } from "@handoff/sdk";
 import { UsageError } from "../cli-errors.js";
-
-type Options = NonNullable<ParseArgsConfig["options"]>;
-
-/** node:util's parseArgs, strict, with its refusals turned into usage errors. */
-export function parseCommandArgs<T extends Options>(args: string[], options: T, allowPositionals = false) {
-  try {
-    return parseArgs({ args, options, allowPositionals, strict: true });
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-}
 
 export function required<T>(value: T | undefined, flag: string): T {
   if (value === undefined || value === "") throw new UsageError(`${flag} is required`);

@@ -1,3 +1,4 @@
+import { accountOperations } from "./account.js";
 import { accountRecoveryOperations } from "./account-recovery.js";
 import { adminOperations } from "./admin.js";
 import { agentOperations } from "./agents.js";
@@ -20,6 +21,7 @@ import { transferOperations } from "./transfers.js";
 export const OPERATIONS: readonly OperationSpec[] = [
   ...healthOperations,
   ...peopleOperations,
+  ...accountOperations,
   ...accountRecoveryOperations,
   ...agentOperations,
   ...directoryOperations,

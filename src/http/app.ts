@@ -16,6 +16,7 @@ import { metricsPlugin } from "./metrics.js";
 import { registerRateLimits } from "./rate-limit.js";
 import { readYourWrites } from "./read-your-writes.js";
 import type { RouteContext } from "./route-context.js";
+import { accountRoutes } from "./routes/account.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentRoutes } from "./routes/agents.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
@@ -104,6 +105,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(agentRoutes(context));
   await app.register(humanRoutes(context));
   await app.register(apiKeyRoutes(context));
+  await app.register(accountRoutes(context));
   await app.register(connectionRoutes(context));
   await app.register(directoryRoutes(context));
   await app.register(profileRoutes(context));

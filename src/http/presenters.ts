@@ -1,4 +1,5 @@
 import { ERASED } from "../../domain/personal-data.js";
+import type { PlanLimits } from "../../domain/plan-limits.js";
 import { bytesOf, statusAt, type Transfer, type TransferFile } from "../../domain/transfer.js";
 import type { Agent } from "../contract/agents.js";
 import type { AccountRow } from "../queries/accounts.js";
@@ -44,6 +45,17 @@ export function presentAgent(row: AgentRow): Agent {
  * The account object (decisions 2 and 4.1): `kind` always, `email_verified` on a person's account.
  * `person`: the humans row of a human account.
  */
+/** A plan's limits as the startup profile and GET /v1/account show them (null: unlimited). */
+export function presentPlanLimits(limits: PlanLimits) {
+  return {
+    transfers_per_month: limits.transfersPerMonth,
+    storage_bytes: limits.storageBytes,
+    max_file_size: limits.maxFileSize,
+    max_agents: limits.maxAgents,
+    max_connections: limits.maxConnections,
+  };
+}
+
 export function presentAccount(row: AccountRow, person?: Pick<PersonRow, "email_verified"> | null) {
   return {
     id: row.id,

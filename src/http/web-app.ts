@@ -57,11 +57,13 @@ export function contentSecurityPolicy(extraConnect: string[] = []): string {
  * fetches them, so the policy must allow that origin (the bucket also needs CORS for GET).
  */
 export function objectStoreOrigins(
-  s3: { endpoint: string | null; forcePathStyle: boolean } | null,
+  s3: { endpoint: string | null; publicEndpoint?: string | null; forcePathStyle: boolean } | null,
 ): string[] {
   if (!s3) return [];
-  if (!s3.endpoint) return ["https://*.amazonaws.com"];
-  const { protocol, host } = new URL(s3.endpoint);
+  // The browser goes where presigned URLs point: the public endpoint when there is one.
+  const endpoint = s3.publicEndpoint ?? s3.endpoint;
+  if (!endpoint) return ["https://*.amazonaws.com"];
+  const { protocol, host } = new URL(endpoint);
   return s3.forcePathStyle ? [`${protocol}//${host}`] : [`${protocol}//${host}`, `${protocol}//*.${host}`];
 }
 

@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import nodemailer from "nodemailer";
+import { readableMessage } from "./eml.js";
 
 /** Decisions section 4: every e-mail says what it is in this header. */
 export type EmailType = "verify" | "invite" | "nudge" | "files-ready" | "password-reset";
@@ -33,7 +34,7 @@ function message(from: string, email: Email) {
 
 /**
  * The embedded default: each e-mail is a complete RFC 5322 message (built by nodemailer) written
- * to DATA_DIR/outbox as an .eml file, whole or not at all.
+ * to DATA_DIR/outbox as an .eml file, whole or not at all, its text readable as it is (eml.ts).
  */
 export class OutboxMailer implements Mailer {
   private readonly builder = nodemailer.createTransport({
@@ -49,10 +50,11 @@ export class OutboxMailer implements Mailer {
 
   async send(email: Email): Promise<void> {
     const built = await this.builder.sendMail(message(this.from, email));
+    const readable = readableMessage(built.message as Buffer);
     await mkdir(this.directory, { recursive: true });
     const name = `${new Date().toISOString().replaceAll(":", "-")}-${built.messageId.replace(/[^\w.@-]/g, "")}.eml`;
     const temp = join(this.directory, `.${name}.tmp`);
-    await writeFile(temp, built.message as Buffer);
+    await writeFile(temp, readable);
     await rename(temp, join(this.directory, name));
   }
 

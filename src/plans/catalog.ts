@@ -2,7 +2,9 @@ import type { PlanLimits } from "../../domain/plan-limits.js";
 import plans from "./plans.json" with { type: "json" };
 
 /** Plans are data (plans.json), not code: spec section 8 with decisions 3.4 (null = unlimited). */
-const catalog: Record<string, PlanLimits> = plans;
+const catalog: Record<string, PlanLimits> = Object.fromEntries(
+  Object.entries(plans).map(([plan, limits]) => [plan, { plan, ...limits }]),
+);
 
 export const PLAN_IDS = Object.keys(catalog) as [string, ...string[]];
 export const DEFAULT_PLAN = "free";

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { join } from "node:path";
 import { HandoffClient, loadIdentity } from "@handoff/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PLAIN_WARNING } from "../../src/client/commands/send.js";
 import {
   blobsOfSize,
   captured,
@@ -186,9 +187,19 @@ describe("handoff client commands against a running server", () => {
       expect(run.stdout).toMatch(/progress\.bin \[[█░]+\] 100% 4\.0\/4\.0 MiB/);
     });
 
-    it("sends unencrypted with --plain, and receive still writes the bytes", async () => {
+    it("sends unencrypted with --plain, saying so on stderr, and receive still writes the bytes", async () => {
       const bytes = randomBytes(70_000);
-      const transfer = await sendFiles(alice.path, bob.slug, [file("plain.bin", bytes)], ["--plain"]);
+      const sent = await handoff(
+        ["send", "--identity", alice.path, "--to", bob.slug, "--plain", file("plain.bin", bytes)],
+        env,
+      );
+      expect(sent.status).toBe(0);
+      expect(sent.stderr).toBe(`${PLAIN_WARNING}\n`);
+      const transfer = JSON.parse(sent.stdout) as {
+        id: string;
+        is_encrypted: boolean;
+        files: { size: number }[];
+      };
       expect(transfer.is_encrypted).toBe(false);
       expect(transfer.files[0]?.size).toBe(bytes.length);
       const dir = outDir();

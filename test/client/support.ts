@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
 import { tempDir } from "../support/databases.js";
 import { freePort } from "../support/server-process.js";
@@ -10,6 +10,12 @@ import { freePort } from "../support/server-process.js";
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** The real `handoff` CLI, run from its TypeScript sources as test/support/server-process.ts does. */
 export const CLI = [process.execPath, "--conditions=source", "--import", "tsx", "src/cli.ts"] as const;
+
+/** The node arguments that run the `handoff` CLI from its sources whatever the working folder. */
+export function cliAnywhere(): string[] {
+  const tsx = pathToFileURL(join(ROOT, "node_modules/tsx/dist/loader.mjs")).href;
+  return ["--conditions=source", "--import", tsx, join(ROOT, "src/cli.ts")];
+}
 
 /** The real service on PGlite, listening on a real port so that child processes can reach it. */
 export interface ListeningServer extends TestApp {

@@ -40,6 +40,7 @@ export function given<Command, Event, State, Context>(
 export function planContext(limits: Partial<PlanLimits> = {}): { limits: PlanLimits } {
   return {
     limits: {
+      plan: "test",
       transfersPerMonth: null,
       maxFileSize: null,
       storageBytes: null,

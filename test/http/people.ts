@@ -1,24 +1,14 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { generateX25519KeyPair, type KeyPair, toBase64 } from "@handoff/sdk";
 import { expect } from "vitest";
 import type { TestApp } from "../support/app.js";
+import { outboxMessages } from "../support/outbox.js";
 import { waitUntil } from "./transfer-helpers.js";
 
 export const PASSWORD = "correct horse battery staple";
 
-/** Every e-mail written to the outbox, as text with its quoted-printable body decoded. */
+/** Every e-mail written to the outbox, as text with its body decoded. */
 export function outbox(t: TestApp): string[] {
-  const dir = join(t.service.config.dataDir, "outbox");
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((name) => name.endsWith(".eml"))
-    .sort()
-    .map((name) =>
-      readFileSync(join(dir, name), "utf8")
-        .replace(/=\r?\n/g, "")
-        .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))),
-    );
+  return outboxMessages(t.service.config.dataDir).map((message) => message.text);
 }
 
 const isMail = (mail: string, to: string, type: string) =>

@@ -1,17 +1,12 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { parseMessage } from "../../src/mail/eml.js";
 
 export interface OutboxMessage {
   to: string;
   type: string | null;
-  /** The whole message with quoted-printable soft breaks and escapes undone, for matching links. */
+  /** The whole message, its body decoded (src/mail/eml.ts), for matching links. */
   text: string;
-}
-
-function decodeQuotedPrintable(raw: string): string {
-  return raw
-    .replace(/=\r?\n/g, "")
-    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 }
 
 /** The e-mails the embedded outbox holds under DATA_DIR/outbox, oldest first. */
@@ -23,10 +18,8 @@ export function outboxMessages(dataDir: string): OutboxMessage[] {
     .sort()
     .map((name) => {
       const raw = readFileSync(join(dir, name), "utf8");
-      return {
-        to: /^To: (.*)$/im.exec(raw)?.[1]?.trim() ?? "",
-        type: /^X-Service-Email-Type: (.*)$/im.exec(raw)?.[1]?.trim() ?? null,
-        text: decodeQuotedPrintable(raw),
-      };
+      const message = parseMessage(raw);
+      const head = raw.split(/\r?\n\r?\n/)[0] ?? "";
+      return { to: message.to, type: message.type, text: `${head}\n\n${message.text}` };
     });
 }

@@ -102,10 +102,13 @@ function fixFirstByteRange(store: FilesystemStore): void {
 
 /**
  * An S3-compatible server in this process on 127.0.0.1 and a free port, storing under a temp dir,
- * with one bucket. It verifies SigV4 signatures (headers and presigned query), and does multipart
+ * with one bucket (or none yet, with `createBucket: false`). It verifies SigV4 signatures (headers and presigned query), and does multipart
  * uploads and Range; it has no AbortMultipartUpload or ListMultipartUploads.
  */
-export async function startS3Server(bucket = "handoff-test"): Promise<TestS3Server> {
+export async function startS3Server(
+  bucket = "handoff-test",
+  { createBucket = true }: { createBucket?: boolean } = {},
+): Promise<TestS3Server> {
   const S3rver = require("@20minutes/s3rver") as S3rverConstructor;
   fixSignatureCheck();
   const dir = await mkdtemp(join(tmpdir(), "handoff-s3-"));
@@ -116,7 +119,7 @@ export async function startS3Server(bucket = "handoff-test"): Promise<TestS3Serv
     directory: dir,
     silent: true,
     vhostBuckets: false,
-    configureBuckets: [{ name: bucket }],
+    configureBuckets: createBucket ? [{ name: bucket }] : [],
   });
   fixFirstByteRange(server.store);
   server.middleware.unshift(async (ctx, next) => {

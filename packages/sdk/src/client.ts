@@ -7,7 +7,10 @@ import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
 import { PRESIGNED_THRESHOLD, type SendOptions, send } from "./send.js";
 import type {
+  AccountAgent,
   Agent,
+  AgentChanges,
+  ApiKeyInfo,
   AuditPage,
   BroadcastPage,
   BroadcastSeverity,
@@ -15,10 +18,15 @@ import type {
   Connection,
   HistoryEntry,
   InboxPage,
+  IssuedApiKey,
   Profile,
   ResolvedAgent,
+  RevokedApiKey,
   SendableAgent,
   Transfer,
+  TransferPage,
+  TransferStatus,
+  WhoAmI,
 } from "./types.js";
 import { SDK_VERSION } from "./version.js";
 
@@ -258,4 +266,132 @@ export class HandoffClient {
     });
     return answer.agents;
   }
+
+  // The account's own resources: what the `handoff` noun-verb commands manage (agents, transfers,
+  // API keys, connections, whoami). They need no identity.
+
+  /** The caller's account, its plan's limits and the credential in use (GET /v1/account). */
+  whoami(): Promise<WhoAmI> {
+    return this.transport.json<WhoAmI>({ method: "GET", url: "/v1/account", idempotent: true });
+  }
+
+  /** The account's agents, oldest first, disconnected ones included (spec 4.3). */
+  async agents(): Promise<AccountAgent[]> {
+    const answer = await this.transport.json<{ agents: AccountAgent[] }>({
+      method: "GET",
+      url: "/v1/agents",
+      idempotent: true,
+    });
+    return answer.agents;
+  }
+
+  /** One agent of the account by its UUID, with its public keys (spec 4.4). */
+  agent(id: string): Promise<AccountAgent> {
+    return this.transport.json<AccountAgent>({ method: "GET", url: agentPath(id), idempotent: true });
+  }
+
+  /** Changes an agent's profile; only the fields given change, keys never (spec 4.5). */
+  updateAgent(id: string, changes: AgentChanges): Promise<AccountAgent> {
+    return this.transport.json<AccountAgent>({
+      method: "PATCH",
+      url: agentPath(id),
+      idempotent: true,
+      json: changes,
+    });
+  }
+
+  /** Disconnects an agent; its slug is free again (decisions 3.7). */
+  deleteAgent(id: string): Promise<AccountAgent> {
+    return this.transport.json<AccountAgent>({ method: "DELETE", url: agentPath(id), idempotent: true });
+  }
+
+  /** One page of the transfers the account sent or received, newest first (decisions 3.10). */
+  transfers(
+    options: {
+      direction?: "sent" | "received";
+      status?: TransferStatus;
+      limit?: number;
+      offset?: number;
+    } = {},
+  ): Promise<TransferPage> {
+    return this.transport.json<TransferPage>({
+      method: "GET",
+      url: "/v1/transfers",
+      idempotent: true,
+      query: {
+        direction: options.direction,
+        status: options.status,
+        limit: options.limit,
+        offset: options.offset,
+      },
+    });
+  }
+
+  /** Deletes a transfer: its file data goes, its history stays (decisions 3.2). */
+  deleteTransfer(transferId: string): Promise<{ id: string; status: "deleted" }> {
+    return this.transport.json({
+      method: "DELETE",
+      url: `/v1/transfers/${encodeURIComponent(transferId)}`,
+      idempotent: true,
+    });
+  }
+
+  /** The account's API keys in use, oldest first (never the keys themselves). */
+  async apiKeys(): Promise<ApiKeyInfo[]> {
+    const answer = await this.transport.json<{ api_keys: ApiKeyInfo[] }>({
+      method: "GET",
+      url: "/v1/api-keys",
+      idempotent: true,
+    });
+    return answer.api_keys;
+  }
+
+  /** A new API key on the caller's account; its secret is in this answer only (spec 4.15). */
+  createApiKey(name: string): Promise<IssuedApiKey> {
+    return this.transport.json<IssuedApiKey>({
+      method: "POST",
+      url: "/v1/api-keys",
+      idempotent: true,
+      json: { name },
+    });
+  }
+
+  /** Revokes one of the account's API keys: its next use answers 401 (spec 4.15). */
+  revokeApiKey(accountId: string, keyId: string): Promise<RevokedApiKey> {
+    return this.transport.json<RevokedApiKey>({
+      method: "DELETE",
+      url: `/v1/accounts/${encodeURIComponent(accountId)}/api-keys/${encodeURIComponent(keyId)}`,
+      idempotent: true,
+    });
+  }
+
+  /** Invites another account, by e-mail or UUID, to connect (decisions 3.18). */
+  inviteConnection(account: string): Promise<Connection> {
+    return this.transport.json<Connection>({
+      method: "POST",
+      url: "/v1/connections",
+      idempotent: true,
+      json: { account },
+    });
+  }
+
+  /** Accepts or declines an invitation this account received. */
+  answerConnection(id: string, answer: "accept" | "decline"): Promise<Connection> {
+    return this.transport.json<Connection>({
+      method: "POST",
+      url: `/v1/connections/${encodeURIComponent(id)}/${answer}`,
+      idempotent: true,
+    });
+  }
+
+  /** Ends a connection, from either side. */
+  removeConnection(id: string): Promise<Connection> {
+    return this.transport.json<Connection>({
+      method: "DELETE",
+      url: `/v1/connections/${encodeURIComponent(id)}`,
+      idempotent: true,
+    });
+  }
 }
+
+const agentPath = (id: string) => `/v1/agents/${encodeURIComponent(id)}`;

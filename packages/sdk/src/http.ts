@@ -19,7 +19,7 @@ export interface TransportOptions {
 export type BodySource = () => { body: BodyBatches; headers: Record<string, string> };
 
 export interface RequestSpec {
-  method: "GET" | "POST" | "PUT" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** A path under the base URL, or an absolute URL (signed links, which carry no credential). */
   url: string;
   /** A list repeats the parameter once per value (`type=A&type=B`). */
@@ -126,7 +126,7 @@ export class Transport {
         if (!spec.idempotent || last) {
           throw new HandoffError(
             "NETWORK_ERROR",
-            `${spec.method} ${url.pathname} failed: ${describe(error)}`,
+            `${spec.method} ${url.origin}${url.pathname} failed: ${describe(error)}`,
             { cause: error },
           );
         }

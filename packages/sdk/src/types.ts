@@ -228,3 +228,73 @@ export interface ComplianceReport {
   connections: { requested: number; accepted: number; declined: number; revoked: number };
   erasures: number;
 }
+
+/** GET /v1/agents and GET /v1/agents/{id}: an agent as its own account sees it. */
+export interface AccountAgent {
+  id: string;
+  agent_id: string;
+  name: string | null;
+  description: string | null;
+  webhook_url: string | null;
+  agent_type: string;
+  connection_status: "pending" | "connected" | "disconnected";
+  public_key?: string;
+  signing_public_key?: string | null;
+  key_version?: number;
+  last_seen_at: string | null;
+  metadata: Record<string, unknown>;
+  created_at: string;
+}
+
+/** What PATCH /v1/agents/{id} changes; only the fields present change. */
+export interface AgentChanges {
+  name?: string;
+  description?: string | null;
+  webhook_url?: string | null;
+  agent_type?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** GET /v1/transfers (decisions 3.10). */
+export interface TransferPage {
+  transfers: Transfer[];
+  total: number;
+  limit: number;
+  offset: number;
+  has_more: boolean;
+}
+
+/** GET /v1/api-keys: a key in use, never the key itself. */
+export interface ApiKeyInfo {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+/** POST /v1/api-keys: the new key, shown this once. */
+export interface IssuedApiKey extends ApiKeyInfo {
+  api_key: string;
+}
+
+/** DELETE /v1/accounts/{account_id}/api-keys/{key_id}. */
+export interface RevokedApiKey {
+  id: string;
+  name: string;
+  status: "revoked";
+  revoked_at: string;
+}
+
+/** GET /v1/account: the caller's account, its plan's limits and the credential it called with. */
+export interface WhoAmI {
+  account: {
+    id: string;
+    email: string;
+    name: string;
+    plan: string;
+    kind: "human" | "agent";
+    email_verified?: boolean;
+    created_at: string;
+  };
+  plan_limits: Profile["plan_limits"];
+  credential: { kind: "api_key" | "session"; key_id: string | null };
+}

@@ -1,15 +1,14 @@
 import type { HistoryEntry } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
 import { accountClient } from "../environment.js";
-import { parseCommandArgs } from "../options.js";
+import { required } from "../options.js";
 import { printJson, printText } from "../output.js";
 
 /** Decisions 6.3: the most entries one audit page may hold. */
 const AUDIT_PAGE = 1000;
 
 /** `handoff history transfer|agent ID` (decisions 6.6): prints `{entries}` in log order. */
-export async function history(args: string[]): Promise<number> {
-  const { positionals } = parseCommandArgs(args, {}, true);
+export async function history(_values: unknown, positionals: string[]): Promise<number> {
   const [what, id, ...extra] = positionals;
   if ((what !== "transfer" && what !== "agent") || !id || extra.length > 0) {
     throw new UsageError("usage: handoff history transfer|agent ID");
@@ -32,12 +31,7 @@ function timeOption(text: string | undefined, flag: string): string | undefined 
  * `handoff audit [--from T] [--to T] [--type TYPE]...` (decisions 6.6): the account's whole audit
  * feed in the range, every page followed, printed as `{entries}`.
  */
-export async function audit(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs(args, {
-    from: { type: "string" },
-    to: { type: "string" },
-    type: { type: "string", multiple: true },
-  });
+export async function audit(values: { from?: string; to?: string; type?: string[] }): Promise<number> {
   const client = accountClient("cli");
   const query = {
     from: timeOption(values.from, "--from"),
@@ -57,13 +51,13 @@ export async function audit(args: string[]): Promise<number> {
 }
 
 /** `handoff report --month YYYY-MM [--csv]` (decisions 6.4): the compliance report, JSON or CSV. */
-export async function report(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs(args, { month: { type: "string" }, csv: { type: "boolean" } });
-  if (!values.month || !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) {
-    throw new UsageError("--month YYYY-MM is required");
+export async function report(values: { month?: string; csv?: boolean }): Promise<number> {
+  const month = required(values.month, "--month YYYY-MM");
+  if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) {
+    throw new UsageError(`--month must be a month as YYYY-MM (month 01 to 12), got "${month}"`);
   }
   const client = accountClient("cli");
-  if (values.csv) printText(await client.complianceReportCsv(values.month));
-  else printJson(await client.complianceReport(values.month));
+  if (values.csv) printText(await client.complianceReportCsv(month));
+  else printJson(await client.complianceReport(month));
   return 0;
 }

@@ -1,6 +1,6 @@
 import type { HandoffClient } from "@handoff/sdk";
 import { agentClient } from "../environment.js";
-import { integerOption, parseCommandArgs, required } from "../options.js";
+import { integerOption, required } from "../options.js";
 import { printJson } from "../output.js";
 
 /** Decisions 3.11: the inbox long-polls for at most 30 seconds. */
@@ -19,8 +19,7 @@ export async function wholeInbox(client: HandoffClient, waitSeconds = 0) {
 }
 
 /** `handoff inbox --identity FILE [--wait SECONDS]` (decisions 5.5): prints `{transfers}`. */
-export async function inbox(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs(args, { identity: { type: "string" }, wait: { type: "string" } });
+export async function inbox(values: { identity?: string; wait?: string }): Promise<number> {
   const identity = required(values.identity, "--identity FILE");
   const wait = integerOption(values.wait, "--wait", 0, MAX_INBOX_WAIT_SECONDS);
   const client = await agentClient(identity, "cli");

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { tuneHeapForStreaming } from "../../streaming-heap.js";
 import { agentClient } from "../environment.js";
 import { describeError } from "../errors.js";
-import { parseCommandArgs, required, shieldOption } from "../options.js";
+import { required, shieldOption } from "../options.js";
 import { printJsonLine, warn } from "../output.js";
 import { blockedFiles, blockedLine } from "../shield-report.js";
 import { inSpecOrder } from "./receive.js";
@@ -13,13 +13,8 @@ import { inSpecOrder } from "./receive.js";
  * new transfer as it arrives and prints its result as one JSON line; a failed transfer and each
  * blocked file get a stderr line and listening goes on. SIGINT or SIGTERM ends it with exit 0.
  */
-export async function listen(args: string[]): Promise<number> {
+export async function listen(values: { identity?: string; out?: string; shield?: string }): Promise<number> {
   tuneHeapForStreaming();
-  const { values } = parseCommandArgs(args, {
-    identity: { type: "string" },
-    out: { type: "string" },
-    shield: { type: "string" },
-  });
   const identity = required(values.identity, "--identity FILE");
   const outDir = resolve(required(values.out, "--out DIR"));
   const shield = shieldOption(values.shield);

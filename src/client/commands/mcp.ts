@@ -8,7 +8,7 @@ import { agentClient } from "../environment.js";
 import { describeError } from "../errors.js";
 import { type Announcement, startupAnnouncements } from "../mcp/startup.js";
 import { handoffMcpServer } from "../mcp/tools.js";
-import { parseCommandArgs, required, shieldOption } from "../options.js";
+import { required, shieldOption } from "../options.js";
 import { warn } from "../output.js";
 
 /** Decisions 5.5: the only folder that depends on the working directory. */
@@ -19,13 +19,12 @@ const DEFAULT_DOWNLOADS = "handoff-downloads";
  * stdout carries protocol messages only; everything else goes to stderr. It serves until stdin
  * closes (the client went away) or SIGINT/SIGTERM.
  */
-export async function mcp(args: string[]): Promise<number> {
+export async function mcp(values: {
+  identity?: string;
+  shield?: string;
+  downloads?: string;
+}): Promise<number> {
   tuneHeapForStreaming();
-  const { values } = parseCommandArgs(args, {
-    identity: { type: "string" },
-    shield: { type: "string" },
-    downloads: { type: "string" },
-  });
   const identity = required(values.identity, "--identity FILE");
   const shield = shieldOption(values.shield);
   const client = await agentClient(identity, "mcp");

@@ -5,7 +5,7 @@ import type { HandoffClient, ReceiveOptions, ReceiveResult } from "@handoff/sdk"
 import { UsageError } from "../../cli-errors.js";
 import { tuneHeapForStreaming } from "../../streaming-heap.js";
 import { agentClient } from "../environment.js";
-import { parseCommandArgs, required, shieldOption } from "../options.js";
+import { required, shieldOption } from "../options.js";
 import { printJson, warn } from "../output.js";
 import { withProgressBars } from "../progress.js";
 import { blockedFiles, blockedLine, EXIT_BLOCKED } from "../shield-report.js";
@@ -64,18 +64,11 @@ async function removeEmptyFolders(dir: string, top: string): Promise<void> {
  * (decisions 5.5, 5.6): prints `{transfer_id, files}`; exit 3 with one stderr line when Shield
  * blocked a file.
  */
-export async function receive(args: string[]): Promise<number> {
+export async function receive(
+  values: { identity?: string; out?: string; shield?: string; acceptRotation?: boolean },
+  positionals: string[],
+): Promise<number> {
   tuneHeapForStreaming();
-  const { values, positionals } = parseCommandArgs(
-    args,
-    {
-      identity: { type: "string" },
-      out: { type: "string" },
-      shield: { type: "string" },
-      "accept-rotation": { type: "boolean" },
-    },
-    true,
-  );
   const identity = required(values.identity, "--identity FILE");
   const transferId = required(positionals[0], "TRANSFER_ID");
   if (positionals.length > 1) throw new UsageError(`one TRANSFER_ID only, got: ${positionals.join(" ")}`);
@@ -85,7 +78,7 @@ export async function receive(args: string[]): Promise<number> {
     receiveInto(client, transferId, {
       outDir: resolve(values.out ?? "."),
       shield,
-      acceptRotation: values["accept-rotation"],
+      acceptRotation: values.acceptRotation,
       onProgress,
     }),
   );

@@ -3,7 +3,7 @@ import { type Duplex, pipeline, type Readable, type Transform } from "node:strea
 import { encryptedSize } from "@handoff/sdk";
 import { refuse } from "../../../domain/decider.js";
 import { fileNameProblem } from "../../../domain/file-names.js";
-import type { PlanLimits } from "../../../domain/plan-limits.js";
+import { overMaxFileSize, type PlanLimits } from "../../../domain/plan-limits.js";
 import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
 import { ByteCounter } from "../../blobs/filesystem.js";
 import { HashTap } from "../../blobs/hash-tap.js";
@@ -151,11 +151,10 @@ export async function receiveMultipart(
       } catch (error) {
         if (!(error instanceof BlobTooLargeError)) throw error;
         const { maxFileSize } = caps.limits;
-        const byPlan = maxFileSize !== null && error.maxBytes === maxFileSize;
         throw refuse(
           "FILE_TOO_LARGE",
-          byPlan
-            ? `'${part.filename}' is over the plan's maximum file size of ${maxFileSize} bytes`
+          maxFileSize !== null && error.maxBytes === maxFileSize
+            ? overMaxFileSize(part.filename, { ...caps.limits, maxFileSize })
             : `'${part.filename}' does not fit: the account's storage is full`,
         );
       }

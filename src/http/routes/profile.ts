@@ -11,6 +11,7 @@ import { agentInbox, connectionCounts, pairedAgentSlugs } from "../../queries/pr
 import latestVersions from "../../sdk/latest-versions.json" with { type: "json" };
 import { callerAccount } from "../auth.js";
 import { callingAgent } from "../calling-agent.js";
+import { presentPlanLimits } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
 
@@ -30,7 +31,6 @@ export function profileRoutes({ service, settle }: RouteContext): FastifyPluginA
         const agent = (await findAgent(db, chosen.id)) ?? chosen;
         const account = await findAccount(db, deps.people, caller.accountId);
         if (!account) throw new Error(`account ${caller.accountId} missing from the read model`);
-        const limits = limitsOf(account.plan);
         const now = clock.now();
         const [counts, paired, inbox, unread, urgent] = await Promise.all([
           connectionCounts(db, account.id),
@@ -51,13 +51,7 @@ export function profileRoutes({ service, settle }: RouteContext): FastifyPluginA
             last_seen_at: iso(agent.last_seen_at ?? now),
           },
           account: { plan: account.plan, email: account.email },
-          plan_limits: {
-            transfers_per_month: limits.transfersPerMonth,
-            storage_bytes: limits.storageBytes,
-            max_file_size: limits.maxFileSize,
-            max_agents: limits.maxAgents,
-            max_connections: limits.maxConnections,
-          },
+          plan_limits: presentPlanLimits(limitsOf(account.plan)),
           connections: { ...counts, paired_agents: paired },
           inbox: {
             unread_transfers: inbox.unread,

@@ -30,6 +30,9 @@ export const signupPage: Page = {
             ...(name.value.trim() ? { name: name.value.trim() } : {}),
           },
         });
+        const { delivery } = await api<{ delivery: "smtp" | "outbox" }>("/v1/mail-delivery", {
+          anonymous: true,
+        });
         replace(
           main,
           h("h1", {}, "Check your e-mail"),
@@ -38,6 +41,17 @@ export const signupPage: Page = {
             { class: "lead", role: "status" },
             `We sent a link to ${address}. Open it to confirm your address, then log in.`,
           ),
+          ...(delivery === "outbox"
+            ? [
+                h(
+                  "p",
+                  { class: "notice" },
+                  "This server sends no e-mail (no SMTP server is configured): the message waits in its outbox folder, DATA_DIR/outbox. Whoever runs the server sees the link with ",
+                  h("code", {}, "handoff outbox"),
+                  ".",
+                ),
+              ]
+            : []),
           h("p", {}, h("a", { href: "/login", "data-route": true }, "Go to the login page")),
           h(
             "p",
