@@ -37,7 +37,7 @@ const RESPONSE_HEADERS: Record<ResponseHeader | "X-Request-Id", Json> = {
   "X-RateLimit-Limit": integerHeader("Requests allowed in the current one-minute window for this credential"),
   "X-RateLimit-Remaining": integerHeader("Requests left in the current window"),
   "X-RateLimit-Reset": integerHeader("When the current window ends, in Unix seconds"),
-  "Retry-After": { ...integerHeader("Seconds to wait before retrying"), required: true },
+  "Retry-After": integerHeader("Seconds to wait before retrying (sent with the per-minute rate limit)"),
   "Idempotent-Replayed": {
     description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
     schema: { type: "string", enum: ["true"] },

@@ -37,6 +37,8 @@ const PROTOCOL_CODES = new Set([
   "HEADERS_TOO_LARGE",
 ]);
 
+const PROTOCOL_STATUSES = new Set([400, 408, 413, 414, 417, 431]);
+
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats.default(ajv);
 ajv.addFormat("int64", { type: "number", validate: (value: number) => Number.isSafeInteger(value) });
@@ -81,9 +83,10 @@ export function problemsOf(method: string, route: string, answer: Answer): strin
   const { status } = answer;
   let key = String(status);
   let documented = operation.responses[key];
-  if (!documented && status >= 400 && status < 500 && answer.body) {
-    const code = (JSON.parse(answer.body) as { error?: { code?: string } }).error?.code;
-    if (code && PROTOCOL_CODES.has(code)) {
+  if (!documented && PROTOCOL_STATUSES.has(status)) {
+    // The HTTP layer's own answers may leave past the reply (written to the socket): no body seen.
+    const code = answer.body ? (JSON.parse(answer.body) as { error?: { code?: string } }).error?.code : null;
+    if (code === null || (code !== undefined && PROTOCOL_CODES.has(code))) {
       key = PROTOCOL_REFUSALS;
       documented = operation.responses[key];
     }

@@ -1914,7 +1914,7 @@ export interface components {
         "X-RateLimit-Remaining": number;
         /** @description When the current window ends, in Unix seconds */
         "X-RateLimit-Reset": number;
-        /** @description Seconds to wait before retrying */
+        /** @description Seconds to wait before retrying (sent with the per-minute rate limit) */
         "Retry-After": number;
         /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
         "Idempotent-Replayed": "true";
