@@ -222,6 +222,13 @@ const PROTOCOL_REFUSAL = {
   description:
     "Refused by the HTTP layer before the operation ran, in the one error body: a malformed request (400 BAD_REQUEST), a stalled one (408 REQUEST_TIMEOUT), a body, URI or headers too large (413 PAYLOAD_TOO_LARGE, 414 URI_TOO_LONG, 431 HEADERS_TOO_LARGE), an Expect it cannot meet (417)",
   content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
+  // A refusal of a counted request still carries the counter.
+  headers: Object.fromEntries(
+    (["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"] as const).map((name) => [
+      name,
+      { $ref: `#/components/headers/${name}` },
+    ]),
+  ),
 };
 
 function responsesOf(spec: OperationSpec, components: Components): Json {

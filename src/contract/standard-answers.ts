@@ -45,7 +45,8 @@ function standardErrors(spec: OperationSpec): number[] {
   if (spec.security !== "none") statuses.push(401);
   if (rateLimited(spec)) statuses.push(429);
   if (spec.params || spec.query || spec.body) statuses.push(400);
-  if (spec.body) statuses.push(413, 415);
+  // The JSON guard answers 413/415 for any body sent to a method that may carry one, declared or not.
+  if (spec.body || spec.method !== "GET") statuses.push(413, 415);
   if (honoursIdempotencyKey(spec)) statuses.push(400, 409);
   return statuses;
 }
