@@ -7,9 +7,9 @@ import {
   type ConnectionTicket,
 } from "../../domain/agent.js";
 import { DomainError } from "../../domain/decider.js";
+import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
 import { NO_STREAM } from "../eventstore/port.js";
-import { limitsOf } from "../plans/catalog.js";
 import {
   agentIdOfConnectionToken,
   digestsEqual,

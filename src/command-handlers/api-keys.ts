@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { accountDecider } from "../../domain/account.js";
 import { apiKeyDecider } from "../../domain/api-key.js";
+import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
-import { limitsOf } from "../plans/catalog.js";
 import { newApiKey, seal, sha256Hex } from "../security/secrets.js";
 import type { CommandDeps } from "./deps.js";
 import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { accountDecider } from "../../domain/account.js";
 import { type ConnectionCommand, connectionDecider, pairKey, slotChanges } from "../../domain/connection.js";
+import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
 import type { StreamAppend } from "../eventstore/port.js";
-import { limitsOf } from "../plans/catalog.js";
 import type { CommandDeps } from "./deps.js";
 import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
 

@@ -4,11 +4,11 @@ import { type AccountEvent, accountDecider, releaseEmail } from "../../domain/ac
 import { DomainError } from "../../domain/decider.js";
 import type { ErasureEvent } from "../../domain/erasure.js";
 import { ERASED } from "../../domain/personal-data.js";
+import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
 import { forgetStoredAnswers } from "../db/stored-answers.js";
 import { NO_STREAM, type Position, type StreamAppend } from "../eventstore/port.js";
 import type { Mailer } from "../mail/mailer.js";
-import { limitsOf } from "../plans/catalog.js";
 import { normalEmail } from "../privacy/personal-data.js";
 import { legacyClaimStream, readClaims } from "./accounts.js";
 import type { CommandDeps } from "./deps.js";

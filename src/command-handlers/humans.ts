@@ -9,10 +9,10 @@ import {
   type ReceivingKeyKdf,
   setsNewPassword,
 } from "../../domain/human.js";
+import { DEFAULT_PLAN, limitsOf } from "../../domain/plans/catalog.js";
 import { sessionDecider } from "../../domain/session.js";
 import { streams } from "../../domain/streams.js";
 import { NO_STREAM } from "../eventstore/port.js";
-import { DEFAULT_PLAN, limitsOf } from "../plans/catalog.js";
 import { normalEmail } from "../privacy/personal-data.js";
 import { findAccount } from "../queries/accounts.js";
 import type { RateLimitCounter } from "../rate-limits/counter.js";

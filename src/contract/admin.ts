@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_PLAN, PLAN_IDS } from "../plans/catalog.js";
+import { DEFAULT_PLAN, PLAN_IDS } from "../../domain/plans/catalog.js";
 import { IssuedApiKey } from "./api-keys.js";
 import { count, IdParams, named, nameSchema, timestamp } from "./common.js";
 import { operation } from "./operation.js";

@@ -19,16 +19,19 @@ import {
 
 /** Sets the window title, rings the bell and clears the screen, then looks like a report. */
 const HOSTILE = "\u001b]0;TITLE\u0007\u001b[2Jreport.txt";
-/** An ELF header under a .txt name: Shield blocks it, so the name is printed on stderr. */
+/**
+ * What a hostile sender can still put in a name that the server and every client accept
+ * (decisions 7.3 refuses only C0/C1 controls and backslashes): a right-to-left override, which
+ * shows "report\u202efdp.txt" as "reporttxt.pdf" on a terminal.
+ */
+const SPOOFED = "report\u202efdp.txt";
+const SPOOFED_ESCAPED = "report\\u202efdp.txt";
+/** An ELF header under a .txt name: Shield blocks it, so the name is printed with the refusal. */
 const ELF = Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), randomBytes(4096)]);
 const ESCAPED = "\\u001b]0;TITLE\\u0007\\u001b[2Jreport.txt";
 
-/**
- * Whether the sender's sequences reached the terminal raw: the title (OSC 0, ended by BEL) or the
- * screen clear. Progress bars draw with escape sequences of their own, so ESC alone proves nothing.
- */
-const rawHostile = (text: string) =>
-  text.includes("\u001b]0;TITLE") || text.includes("\u0007") || text.includes("\u001b[2J");
+/** Whether the override reached the terminal raw. */
+const rawSpoof = (text: string) => text.includes("\u202e");
 
 describe("terminal-safe output", () => {
   it("escapes controls, C1 controls and bidirectional overrides, and nothing else", () => {
@@ -64,8 +67,8 @@ describe("hostile file names on a terminal", () => {
   async function sendHostile(): Promise<string> {
     const dir = join(work.path, `files-${randomBytes(3).toString("hex")}`);
     mkdirSync(dir);
-    writeFileSync(join(dir, HOSTILE), ELF);
-    const run = await handoff(["send", "--identity", sender, "--to", receiver.slug, join(dir, HOSTILE)], env);
+    writeFileSync(join(dir, SPOOFED), ELF);
+    const run = await handoff(["send", "--identity", sender, "--to", receiver.slug, join(dir, SPOOFED)], env);
     expect(run.status, run.stderr).toBe(0);
     return JSON.parse(run.stdout).id;
   }
@@ -86,8 +89,8 @@ describe("hostile file names on a terminal", () => {
     const out = join(work.path, "received");
     const run = await handoffInTerminal(["receive", id, "--identity", receiver.path, "--out", out], env);
     expect(run.status).toBe(3);
-    expect(run.stdout).toContain(`Shield blocked ${ESCAPED}`);
-    expect(rawHostile(run.stdout + run.stderr)).toBe(false);
+    expect(run.stdout).toContain(`Shield blocked ${SPOOFED_ESCAPED}`);
+    expect(rawSpoof(run.stdout + run.stderr)).toBe(false);
   }, 120_000);
 
   it("listen prints the blocked name escaped", async () => {
@@ -113,8 +116,8 @@ describe("hostile file names on a terminal", () => {
         "the blocked line",
         () => output.stdout,
       );
-      expect(output.stdout).toContain(`Shield blocked ${ESCAPED}`);
-      expect(rawHostile(output.stdout + output.stderr)).toBe(false);
+      expect(output.stdout).toContain(`Shield blocked ${SPOOFED_ESCAPED}`);
+      expect(rawSpoof(output.stdout + output.stderr)).toBe(false);
     } finally {
       if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
     }

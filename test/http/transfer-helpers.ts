@@ -7,7 +7,7 @@ import type { TestApp } from "../support/app.js";
 import { registerAgent } from "./helpers.js";
 
 export const MiB = 1024 * 1024;
-/** The free plan of src/plans/plans.json (spec section 8, 1 MB = 1,048,576 bytes). */
+/** The free plan of domain/plans/plans.json (spec section 8, 1 MB = 1,048,576 bytes). */
 export const FREE = {
   transfersPerMonth: 50,
   maxFileSize: 50 * MiB,

@@ -3,6 +3,7 @@ import { type AccountState, accountDecider } from "../../../domain/account.js";
 import { billingPeriodStart } from "../../../domain/billing.js";
 import { DomainError } from "../../../domain/decider.js";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
+import { limitsOf } from "../../../domain/plans/catalog.js";
 import { streams } from "../../../domain/streams.js";
 import {
   bytesOf,
@@ -20,7 +21,6 @@ import {
   type StreamAppend,
   WrongExpectedVersionError,
 } from "../../eventstore/port.js";
-import { limitsOf } from "../../plans/catalog.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
 import type { HotLookups } from "../../read-models/hot-rows.js";
 import type { HeldContentKeys } from "../../security/at-rest.js";

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { limitsOf } from "../../../domain/plans/catalog.js";
 import * as api from "../../contract/account.js";
-import { limitsOf } from "../../plans/catalog.js";
 import { findAccount } from "../../queries/accounts.js";
 import { findPerson } from "../../queries/humans.js";
 import { callerAccount } from "../auth.js";

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { limitsOf } from "../../../domain/plans/catalog.js";
 import { recordSeen } from "../../command-handlers/agents.js";
 import * as api from "../../contract/profile.js";
-import { limitsOf } from "../../plans/catalog.js";
 import { revealRows } from "../../privacy/reveal.js";
 import { findAccount } from "../../queries/accounts.js";
 import { findAgent } from "../../queries/agents.js";

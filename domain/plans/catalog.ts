@@ -1,4 +1,4 @@
-import type { PlanLimits } from "../../domain/plan-limits.js";
+import type { PlanLimits } from "../plan-limits.js";
 import plans from "./plans.json" with { type: "json" };
 
 /** Plans are data (plans.json), not code: spec section 8 with decisions 3.4 (null = unlimited). */
