@@ -77,6 +77,14 @@ const REQUEST_HEADERS: Record<RequestHeader | "Idempotency-Key", Json> = {
     description: "One byte range: `bytes=a-b`, `bytes=a-` or `bytes=-n`",
     schema: { type: "string", example: "bytes=0-1023" },
   },
+  "Last-Event-ID": {
+    name: "Last-Event-ID",
+    in: "header",
+    required: false,
+    description:
+      "The `id` of the last event received: the stream replays what came after it (wins over `after`)",
+    schema: { type: "string", maxLength: 200 },
+  },
 };
 
 const TAGS: Record<string, string> = {

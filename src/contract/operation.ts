@@ -15,7 +15,7 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export type Security = "apiKey" | "session" | "connectionToken" | "admin" | "none";
 
 /** The request headers the service reads, beyond Authorization and Content-Type. */
-export type RequestHeader = "X-Service-Agent" | "Range";
+export type RequestHeader = "X-Service-Agent" | "Range" | "Last-Event-ID";
 
 /** The response headers the service sends that a client may act on. */
 export type ResponseHeader =

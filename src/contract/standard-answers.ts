@@ -25,6 +25,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   403: "FORBIDDEN, or a limit of the plan (QUOTA_EXCEEDED, KEY_LIMIT_REACHED, EMAIL_NOT_VERIFIED)",
   404: "NOT_FOUND: no such resource visible to the caller",
   409: "A conflict with the current state (IDEMPOTENCY_CONFLICT when an Idempotency-Key was used with another request)",
+  406: "NOT_ACCEPTABLE: the Accept header admits none of the media types this operation answers",
   410: "GONE: the resource existed but no longer takes this request",
   413: "FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached",
   415: "UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes",

@@ -322,6 +322,14 @@ export const listTransfers = operation({
   responses: { 200: TransferPage },
 });
 
+/** Whose inbox: the same choice for the listing and its event stream (decisions 3.6). */
+const inboxAgent = z
+  .string()
+  .optional()
+  .describe("The agent's slug; default X-Service-Agent, else the whole account");
+/** A place in an inbox: a page's `next_cursor` and an event's `id` are the same kind of position. */
+const inboxPosition = z.string().max(200).optional();
+
 export const getInbox = operation({
   operationId: "getInbox",
   method: "GET",
@@ -331,11 +339,8 @@ export const getInbox = operation({
   summary: "Incoming pending and active transfers of an agent, with long-poll (`wait`)",
   requestHeaders: ["X-Service-Agent"],
   query: z.object({
-    agent_id: z
-      .string()
-      .optional()
-      .describe("The agent's slug; default X-Service-Agent, else the whole account"),
-    cursor: z.string().max(200).optional().describe("`next_cursor` of the previous page"),
+    agent_id: inboxAgent,
+    cursor: inboxPosition.describe("`next_cursor` of the previous page"),
     limit: z.coerce.number().int().min(1).max(100).default(20).describe("Page size"),
     wait: z.coerce
       .number()
@@ -346,6 +351,32 @@ export const getInbox = operation({
   }),
   responses: { 200: InboxPage },
   errors: [404],
+});
+
+/** Decisions 8.4: the event a stream of the inbox sends for each transfer that arrives. */
+export const TRANSFER_RECEIVED = "transfer.received";
+
+export const streamInbox = operation({
+  operationId: "streamInbox",
+  method: "GET",
+  path: "/v1/transfers/inbox/events",
+  security: "apiKey",
+  tag: "transfers",
+  summary: "The inbox as server-sent events: `transfer.received` for each transfer as it arrives",
+  description:
+    "Each incoming transfer is one event: `event: transfer.received`, `id:` its position in the inbox, `data:` the inbox item (a Transfer, as `GET /v1/transfers/inbox` lists it), sent within 100 ms of its creation through any instance. A `: keep-alive` comment comes every 15 s. Without a position the stream starts with what the inbox holds; `Last-Event-ID` (as EventSource sends it on reconnecting) or `after` replays what came after that position. An event's `id` and a page's `next_cursor` are the same kind of position, so a client moves between this stream and the long-poll without missing a transfer.",
+  requestHeaders: ["X-Service-Agent", "Last-Event-ID"],
+  query: z.object({
+    agent_id: inboxAgent,
+    after: inboxPosition.describe("Start after this position (an event's `id` or a page's `next_cursor`)"),
+  }),
+  responses: {
+    200: reply({
+      description: "An event stream that lasts until the client or the server closes it",
+      raw: { "text/event-stream": "text" },
+    }),
+  },
+  errors: [404, 406],
 });
 
 export const getTransfer = operation({
@@ -434,6 +465,7 @@ export const transferOperations = [
   confirmTransfer,
   listTransfers,
   getInbox,
+  streamInbox,
   getTransfer,
   downloadTransfer,
   deleteTransfer,

@@ -9,6 +9,7 @@ import type { Service } from "../service.js";
 import { registerAuthentication } from "./auth.js";
 import { answerClientError, registerProtocolAnswers } from "./client-errors.js";
 import { sendError } from "./errors.js";
+import { EventStreams } from "./event-stream.js";
 import { Idempotency } from "./idempotency.js";
 import { registerJsonGuard } from "./json-guard.js";
 import { JSON_BODY_LIMIT, MAX_PARAM_LENGTH, serverTimeouts, TIME_LIMITS, type TimeLimits } from "./limits.js";
@@ -39,6 +40,8 @@ export interface AppOptions {
   timeLimits?: TimeLimits;
   /** The built web app; default dist/web. */
   webRoot?: string;
+  /** How often an event stream sends its keep-alive comment; default 15 s (tests shorten it). */
+  keepAliveMs?: number;
   /** Tests: runs before any hook or route is added (the check of every answer against the document). */
   instrument?: (app: FastifyInstance) => void;
 }
@@ -100,7 +103,10 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   idempotency.register(app);
 
   const { settle } = readYourWrites(app, service);
-  const context: RouteContext = { service, idempotency, settle };
+  const eventStreams = new EventStreams(options.keepAliveMs);
+  // Streams never end by themselves: end them as the server closes, or they hold its shutdown.
+  app.addHook("preClose", async () => eventStreams.closeAll());
+  const context: RouteContext = { service, idempotency, settle, eventStreams };
   await app.register(healthRoutes(context));
   await app.register(agentRoutes(context));
   await app.register(humanRoutes(context));

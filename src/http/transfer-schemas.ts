@@ -29,9 +29,10 @@ export function encodeCursor(position: string): string {
   return Buffer.from(position).toString("base64url");
 }
 
-export function decodeCursor(cursor: string): string {
+/** The position a cursor (or an event's id) names; `field` is where it came from, for the 400. */
+export function decodeCursor(cursor: string, field = "cursor"): string {
   const position = Buffer.from(cursor, "base64url").toString("utf8");
-  if (!/^[0-9.]+$/.test(position)) throw validationError("cursor is not one this server gave out", "cursor");
+  if (!/^[0-9.]+$/.test(position)) throw validationError(`${field} is not one this server gave out`, field);
   return position;
 }
 

@@ -96,6 +96,11 @@ export class ProjectionEngine {
     return () => this.listeners.delete(listener);
   }
 
+  /** How many wait on the read models now (long-polls, event streams, read-your-writes): a client gone leaves none. */
+  get waiting(): number {
+    return this.listeners.size;
+  }
+
   /** How far behind the log the read models are: events not yet applied, and the age of the oldest. */
   async lag(): Promise<{ events: number; ms: number }> {
     const from = oldest(this.checkpoints, this.projections);

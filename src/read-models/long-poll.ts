@@ -2,9 +2,49 @@ import type { EventEmitter } from "node:events";
 import type { ProjectionEngine } from "./engine.js";
 
 /**
+ * Runs `check` now and again each time the read models move (on this instance, or on another one
+ * whose append this instance heard through LISTEN/NOTIFY), until the returned stop is called or
+ * `check` throws (then `onError`, and no more checks). Never two checks at once: a move during
+ * one queues exactly one more. The long-poll and the inbox event stream both wait this way.
+ */
+export function followReadModels(
+  engine: ProjectionEngine,
+  check: () => Promise<void>,
+  onError: (error: unknown) => void,
+): () => void {
+  let checking = false;
+  let again = false;
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    unsubscribe();
+  };
+  const run = async () => {
+    if (checking) {
+      again = true;
+      return;
+    }
+    checking = true;
+    try {
+      do {
+        again = false;
+        await check();
+      } while (again && !stopped);
+    } catch (error) {
+      stop();
+      onError(error);
+    } finally {
+      checking = false;
+    }
+  };
+  const unsubscribe = engine.onAdvance(() => void run());
+  void run();
+  return stop;
+}
+
+/**
  * Long-poll: runs `query` again each time the read models move, until it finds rows, `ms` pass, or
- * the client goes away (`closed` emits "close"). Never two queries at once: a move during one
- * queues exactly one more.
+ * the client goes away (`closed` emits "close").
  */
 export function waitForRows<Row>(
   engine: ProjectionEngine,
@@ -13,8 +53,6 @@ export function waitForRows<Row>(
   closed: EventEmitter,
 ): Promise<Row[]> {
   return new Promise<Row[]>((resolve, reject) => {
-    let checking = false;
-    let again = false;
     const end = () => {
       clearTimeout(timer);
       stop();
@@ -24,29 +62,19 @@ export function waitForRows<Row>(
       end();
       resolve(rows);
     };
-    const check = async () => {
-      if (checking) {
-        again = true;
-        return;
-      }
-      checking = true;
-      try {
-        do {
-          again = false;
-          const rows = await query();
-          if (rows.length > 0) return finish(rows);
-        } while (again);
-      } catch (error) {
-        end();
-        reject(error);
-      } finally {
-        checking = false;
-      }
-    };
     const onClose = () => finish([]);
-    const stop = engine.onAdvance(() => void check());
     const timer = setTimeout(() => finish([]), ms);
     closed.once("close", onClose);
-    void check();
+    const stop = followReadModels(
+      engine,
+      async () => {
+        const rows = await query();
+        if (rows.length > 0) finish(rows);
+      },
+      (error) => {
+        end();
+        reject(error);
+      },
+    );
   });
 }

@@ -555,6 +555,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/transfers/inbox/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The inbox as server-sent events: `transfer.received` for each transfer as it arrives
+         * @description Each incoming transfer is one event: `event: transfer.received`, `id:` its position in the inbox, `data:` the inbox item (a Transfer, as `GET /v1/transfers/inbox` lists it), sent within 100 ms of its creation through any instance. A `: keep-alive` comment comes every 15 s. Without a position the stream starts with what the inbox holds; `Last-Event-ID` (as EventSource sends it on reconnecting) or `after` replays what came after that position. An event's `id` and a page's `next_cursor` are the same kind of position, so a client moves between this stream and the long-poll without missing a transfer.
+         */
+        get: operations["streamInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/transfers/{id}": {
         parameters: {
             query?: never;
@@ -1906,6 +1926,8 @@ export interface components {
         "X-Service-Agent": string;
         /** @description One byte range: `bytes=a-b`, `bytes=a-` or `bytes=-n` */
         Range: string;
+        /** @description The `id` of the last event received: the stream replays what came after it (wins over `after`) */
+        "Last-Event-ID": string;
     };
     requestBodies: never;
     headers: {
@@ -5222,6 +5244,104 @@ export interface operations {
             };
             /** @description NOT_FOUND: no such resource visible to the caller */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    streamInbox: {
+        parameters: {
+            query?: {
+                /** @description The agent's slug; default X-Service-Agent, else the whole account */
+                agent_id?: string;
+                /** @description Start after this position (an event's `id` or a page's `next_cursor`) */
+                after?: string;
+            };
+            header?: {
+                /** @description The slug of the connected agent of the account this request acts as */
+                "X-Service-Agent"?: components["parameters"]["X-Service-Agent"];
+                /** @description The `id` of the last event received: the stream replays what came after it (wins over `after`) */
+                "Last-Event-ID"?: components["parameters"]["Last-Event-ID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream that lasts until the client or the server closes it */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_ACCEPTABLE: the Accept header admits none of the media types this operation answers */
+            406: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

@@ -9,17 +9,37 @@ import { revealRow, revealRows } from "../../privacy/reveal.js";
 import { findConnectedAgentBySlug } from "../../queries/agents.js";
 import { verifiedAddressee } from "../../queries/humans.js";
 import { findVisibleTransfer, inboxPage, listTransfers } from "../../queries/transfers.js";
-import { waitForRows } from "../../read-models/long-poll.js";
+import { followReadModels, waitForRows } from "../../read-models/long-poll.js";
 import { callerAccount } from "../auth.js";
 import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
+import { eventFrame, requireEventStream } from "../event-stream.js";
 import { acceptMultipart, multipartClientError } from "../multipart.js";
 import { presentDownload, presentTransfer, type TransferView, viewOf } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
 import { decodeCursor, encodeCursor, intentOf, parseForm } from "../transfer-schemas.js";
 
-export function transferRoutes({ service, settle, idempotency }: RouteContext): FastifyPluginAsync {
+/** Inbox rows an event stream reads at a time. */
+const STREAM_BATCH = 100;
+
+/**
+ * Where an inbox event stream starts: after Last-Event-ID (an EventSource reconnecting sends it,
+ * and the URL it reconnects to still holds the first `after`), else after `after`, else at the
+ * inbox's start.
+ */
+function streamStart(lastEventId: string | string[] | undefined, after: string | undefined): string | null {
+  const header = Array.isArray(lastEventId) ? lastEventId.at(-1) : lastEventId;
+  if (header) return decodeCursor(header, "Last-Event-ID");
+  return after ? decodeCursor(after, "after") : null;
+}
+
+export function transferRoutes({
+  service,
+  settle,
+  idempotency,
+  eventStreams,
+}: RouteContext): FastifyPluginAsync {
   const { db, clock, engine } = service;
   const deps = service.transferDeps;
   const base = service.config.publicBaseUrl;
@@ -37,6 +57,20 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
   /** Who asks: the caller's account and, with X-Service-Agent, the agent acting for it. */
   async function partyOf(request: FastifyRequest, accountId: string): Promise<Party> {
     return { accountId, agentId: (await namedAgent(db, request, accountId))?.id ?? null };
+  }
+
+  /**
+   * Whose inbox a request reads (decisions 3.6): the agent of X-Service-Agent, else the connected
+   * agent `slug` names, else every agent of the account. The listing and its event stream both ask.
+   */
+  async function inboxOf(request: FastifyRequest, slug: string | undefined) {
+    const { accountId } = callerAccount(request);
+    const agent =
+      (await namedAgent(db, request, accountId)) ??
+      (slug ? ((await findConnectedAgentBySlug(db, accountId, slug)) ?? null) : null);
+    if (slug && !agent)
+      throw validationError(`agent_id '${slug}' is not a connected agent of this account`, "agent_id");
+    return { accountId, agentId: agent?.id ?? null };
   }
 
   return async (app) => {
@@ -163,22 +197,10 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
     routes.route({
       ...serve(api.getInbox),
       handler: async (request) => {
-        const caller = callerAccount(request);
-        const { agent_id: slug, cursor, limit, wait } = request.query;
-        const agent =
-          (await namedAgent(db, request, caller.accountId)) ??
-          (slug ? ((await findConnectedAgentBySlug(db, caller.accountId, slug)) ?? null) : null);
-        if (slug && !agent)
-          throw validationError(`agent_id '${slug}' is not a connected agent of this account`, "agent_id");
+        const { cursor, limit, wait } = request.query;
+        const inbox = await inboxOf(request, request.query.agent_id);
         const after = cursor ? decodeCursor(cursor) : null;
-        const page = () =>
-          inboxPage(db, {
-            accountId: caller.accountId,
-            agentId: agent?.id ?? null,
-            after,
-            now: clock.now(),
-            limit: limit + 1,
-          });
+        const page = () => inboxPage(db, { ...inbox, after, now: clock.now(), limit: limit + 1 });
 
         let rows = await page();
         if (rows.length === 0 && wait > 0) rows = await waitForRows(engine, page, wait * 1000, request.raw);
@@ -190,6 +212,40 @@ export function transferRoutes({ service, settle, idempotency }: RouteContext): 
           next_cursor: last ? encodeCursor(last.inbox_position) : (cursor ?? null),
           has_more: rows.length > limit,
         };
+      },
+    });
+
+    routes.route({
+      ...serve(api.streamInbox),
+      handler: async (request, reply) => {
+        requireEventStream(request.headers.accept);
+        const inbox = await inboxOf(request, request.query.agent_id);
+        let after = streamStart(request.headers["last-event-id"], request.query.after);
+        const stream = eventStreams.start(reply);
+        // Each time the read models move: the inbox's rows past the last one sent, in order.
+        const sendNew = async () => {
+          for (;;) {
+            const now = clock.now();
+            const rows = await inboxPage(db, { ...inbox, after, now, limit: STREAM_BATCH });
+            const shown = await present(rows, now);
+            shown.forEach((transfer, i) => {
+              const position = rows[i]?.inbox_position ?? after;
+              if (!position) return;
+              // Encoded by the schema the listing's serializer uses: the same JSON, key for key.
+              const item = api.Transfer.encode(transfer);
+              stream.send(eventFrame(api.TRANSFER_RECEIVED, encodeCursor(position), item));
+              after = position;
+            });
+            if (rows.length < STREAM_BATCH) return;
+          }
+        };
+        const stop = followReadModels(engine, sendNew, (error) => {
+          // The answer has begun: no error body can follow. The client reconnects from its last id.
+          request.log.error({ err: error }, "inbox event stream failed");
+          stream.end();
+        });
+        stream.onEnd(stop);
+        return reply;
       },
     });
 

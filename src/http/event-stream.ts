@@ -1,0 +1,103 @@
+import { PassThrough } from "node:stream";
+import type { FastifyReply } from "fastify";
+import { HttpError } from "./errors.js";
+
+/** Decisions 8.4: a comment every 15 s keeps proxies and clients from taking the stream for dead. */
+export const KEEP_ALIVE_MS = 15_000;
+export const EVENT_STREAM = "text/event-stream";
+const KEEP_ALIVE = ": keep-alive\n\n";
+
+/**
+ * One server-sent event. The data is JSON, whose text never holds a line break, so it is one
+ * `data:` line; the id is an opaque position without one either.
+ */
+export function eventFrame(event: string, id: string, data: unknown): string {
+  return `event: ${event}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** Whether an Accept header admits text/event-stream (no header admits anything). */
+export function acceptsEventStream(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === "") return true;
+  return accept.split(",").some((range) => {
+    const [type = "", ...params] = range.split(";").map((part) => part.trim().toLowerCase());
+    const refused = params.some((param) => /^q=0(\.0*)?$/.test(param));
+    return !refused && [EVENT_STREAM, "text/*", "*/*"].includes(type);
+  });
+}
+
+/** 406 for a client that takes no event stream: it should read the inbox (GET /v1/transfers/inbox). */
+export function requireEventStream(accept: string | undefined): void {
+  if (!acceptsEventStream(accept)) {
+    throw new HttpError(
+      406,
+      "NOT_ACCEPTABLE",
+      "this endpoint answers text/event-stream only; GET /v1/transfers/inbox answers JSON",
+    );
+  }
+}
+
+/** An open stream: `send` writes a frame; `onEnd` runs once when it ends, whoever ends it. */
+export interface EventStream {
+  send(frame: string): void;
+  end(): void;
+  onEnd(cleanup: () => void): void;
+}
+
+/**
+ * The event streams open on this server. Each sends a keep-alive comment at once (so the client
+ * sees the answer start even with nothing to tell) and every `keepAliveMs` after; it ends when the
+ * client goes away, when its route ends it, or when the server closes (`closeAll`, from the
+ * preClose hook: a stream never ends by itself, so it would hold a shutdown for the whole grace
+ * period; its client reconnects with Last-Event-ID, to another instance if need be).
+ */
+export class EventStreams {
+  private readonly open = new Set<EventStream>();
+
+  constructor(private readonly keepAliveMs: number = KEEP_ALIVE_MS) {}
+
+  /** Starts the answer on `reply` (200, text/event-stream); the route returns the reply. */
+  start(reply: FastifyReply): EventStream {
+    const body = new PassThrough();
+    const cleanups: (() => void)[] = [];
+    let ended = false;
+    const stream: EventStream = {
+      send: (frame) => {
+        if (!ended) body.write(frame);
+      },
+      end: () => {
+        if (ended) return;
+        ended = true;
+        clearInterval(keepAlive);
+        this.open.delete(stream);
+        body.end();
+        for (const cleanup of cleanups) cleanup();
+      },
+      onEnd: (cleanup) => {
+        if (ended) cleanup();
+        else cleanups.push(cleanup);
+      },
+    };
+    const keepAlive = setInterval(() => stream.send(KEEP_ALIVE), this.keepAliveMs);
+    this.open.add(stream);
+    // The connection closing (the client gone, or the answer done) is the one signal that covers both.
+    reply.raw.once("close", stream.end);
+    stream.send(KEEP_ALIVE);
+    reply
+      .status(200)
+      .header("content-type", `${EVENT_STREAM}; charset=utf-8`)
+      .header("cache-control", "no-cache")
+      // nginx and its kin would otherwise hold the events back in a buffer.
+      .header("x-accel-buffering", "no")
+      .send(body);
+    return stream;
+  }
+
+  /** How many streams are open: none may outlive its client. */
+  get size(): number {
+    return this.open.size;
+  }
+
+  closeAll(): void {
+    for (const stream of [...this.open]) stream.end();
+  }
+}
