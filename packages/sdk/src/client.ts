@@ -2,6 +2,12 @@ import { toBase64 } from "./crypto/index.js";
 import { HandoffError } from "./errors.js";
 import { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
+import {
+  type InboxArrival,
+  type InboxEventsContext,
+  type InboxEventsOptions,
+  inboxArrivals,
+} from "./inbox-events.js";
 import { type ListenOptions, listen } from "./listen.js";
 import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
@@ -157,9 +163,32 @@ export class HandoffClient {
     );
   }
 
+  /**
+   * Every transfer as it reaches the agent's inbox, until `signal` aborts: from the inbox's event
+   * stream, falling back to the long-poll (see inbox-events.ts).
+   */
+  inboxEvents(options: InboxEventsOptions): AsyncGenerator<InboxArrival> {
+    return inboxArrivals(this.inboxEventsContext(), options);
+  }
+
   /** Receives each new transfer as it arrives until `signal` aborts (see listen.ts). */
   listen(options: ListenOptions): Promise<void> {
-    return listen({ inbox: (o) => this.inbox(o), receive: (id, o) => this.receive(id, o) }, options);
+    return listen({ ...this.inboxEventsContext(), receive: (id, o) => this.receive(id, o) }, options);
+  }
+
+  private inboxEventsContext(): InboxEventsContext {
+    return {
+      inbox: (o) => this.inbox(o),
+      openStream: ({ after, signal }) =>
+        this.transport.send({
+          method: "GET",
+          url: "/v1/transfers/inbox/events",
+          accept: "text/event-stream",
+          idempotent: true,
+          query: { after },
+          signal,
+        }),
+    };
   }
 
   /** The startup profile (spec 4.8). */

@@ -8,7 +8,9 @@ export {
   HandoffTransferError,
   type PinnedKeys,
 } from "./errors.js";
+export { type ServerSentEvent, serverSentEvents } from "./event-stream.js";
 export { createIdentity, type Identity, loadIdentity, saveIdentity } from "./identity.js";
+export type { InboxArrival, InboxEventsOptions } from "./inbox-events.js";
 export type { ListenOptions } from "./listen.js";
 export { nodeAesGcm } from "./node-aes-gcm.js";
 export { defaultPinsPath } from "./pins.js";
