@@ -81,6 +81,7 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
   const work = tempDir("handoff-mcp-");
   const downloads = join(work.path, "downloads");
   let server: ListeningServer;
+  const requests: string[] = [];
   let env: Record<string, string>;
   let sender: McpSession;
   let receiver: McpSession;
@@ -96,7 +97,7 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
   }
 
   beforeAll(async () => {
-    server = await startListeningServer();
+    server = await startListeningServer({ requests });
     ({ env } = await clientAccount(server));
     for (const slug of Object.values(slugs)) {
       const run = await handoff(
@@ -137,6 +138,22 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
       { level: "critical", logger: "handoff", data: `urgent broadcast (critical): ${URGENT}` },
       { level: "info", logger: "handoff", data: "unread: 0 transfers, 2 broadcasts" },
     ]);
+  });
+
+  it("announces each transfer that arrives while it serves, from the inbox's event stream, as a logging message", async () => {
+    const transfer = await sender.ok<{ id: string; total_size: number }>("send_file", {
+      to: slugs.receiver,
+      paths: [file("announced.txt", "arrived")],
+    });
+    const text = `new transfer ${transfer.id} from ${slugs.sender}: 1 file, ${transfer.total_size} bytes (download_transfer fetches it)`;
+    await receiver.waitFor(() => receiver.logs.some((log) => log.data === text), "the arrival announced");
+    expect(receiver.logs.filter((log) => log.data === text)).toEqual([
+      { level: "info", logger: "handoff", data: text },
+    ]);
+    expect(receiver.stderr).toContain(text);
+    expect(requests.some((line) => line.startsWith("GET /v1/transfers/inbox/events"))).toBe(true);
+    // The sender is told of nothing: the transfer is not in its inbox.
+    expect(sender.logs.some((log) => String(log.data).includes(transfer.id))).toBe(false);
   });
 
   it("offers exactly the five tools of decisions 5.5", async () => {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
 import { tempDir } from "../support/databases.js";
+import { checkAnswersAgainstDocument } from "../support/openapi-check.js";
 import { freePort } from "../support/server-process.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -17,16 +18,36 @@ export function cliAnywhere(): string[] {
   return ["--conditions=source", "--import", tsx, join(ROOT, "src/cli.ts")];
 }
 
-/** The real service on PGlite, listening on a real port so that child processes can reach it. */
+/** The real service (on PGlite unless asked), listening on a real port so that child processes can reach it. */
 export interface ListeningServer extends TestApp {
   baseUrl: string;
   blobsDir: string;
 }
 
-export async function startListeningServer(): Promise<ListeningServer> {
+export interface ListeningOptions {
+  database?: "pglite" | "postgres";
+  /** Collects `METHOD /path?query` of every request the server receives. */
+  requests?: string[];
+}
+
+export async function startListeningServer(options: ListeningOptions = {}): Promise<ListeningServer> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const app = await startTestApp({ env: { PORT: String(port), PUBLIC_BASE_URL: baseUrl } });
+  const { requests } = options;
+  const app = await startTestApp({
+    ...(options.database ? { database: options.database } : {}),
+    env: { PORT: String(port), PUBLIC_BASE_URL: baseUrl },
+    app: {
+      instrument: (fastify) => {
+        checkAnswersAgainstDocument(fastify);
+        if (requests)
+          fastify.addHook(
+            "onRequest",
+            async (request) => void requests.push(`${request.method} ${request.url}`),
+          );
+      },
+    },
+  });
   await app.app.listen({ port, host: "127.0.0.1" });
   return { ...app, baseUrl, blobsDir: join(app.service.config.dataDir, "blobs") };
 }

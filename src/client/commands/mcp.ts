@@ -6,6 +6,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { tuneHeapForStreaming } from "../../streaming-heap.js";
 import { agentClient } from "../environment.js";
 import { describeError } from "../errors.js";
+import { announceArrivals } from "../mcp/arrivals.js";
 import { type Announcement, startupAnnouncements } from "../mcp/startup.js";
 import { handoffMcpServer } from "../mcp/tools.js";
 import { required, shieldOption } from "../options.js";
@@ -16,8 +17,9 @@ const DEFAULT_DOWNLOADS = "handoff-downloads";
 
 /**
  * `handoff mcp --identity FILE [--shield LEVEL] [--downloads DIR]`: the MCP server over stdio.
- * stdout carries protocol messages only; everything else goes to stderr. It serves until stdin
- * closes (the client went away) or SIGINT/SIGTERM.
+ * stdout carries protocol messages only; everything else goes to stderr. Each transfer that
+ * arrives while it serves is announced (../mcp/arrivals.ts). It serves until stdin closes (the
+ * client went away) or SIGINT/SIGTERM.
  */
 export async function mcp(values: {
   identity?: string;
@@ -44,7 +46,10 @@ export async function mcp(values: {
   ]);
   await server.connect(new StdioServerTransport());
   void announceStartup(client, server, initialized);
+  const stop = new AbortController();
+  void initialized.then(() => announceArrivals(client, server, stop.signal));
   await stopped;
+  stop.abort();
   await server.close();
   return 0;
 }
