@@ -23,13 +23,18 @@ from .pins import PinStore, default_pins_path, pin_name
 from .protocol import (
     Answer,
     Attempt,
+    CloseStream,
     Effect,
     NetworkFailure,
+    OpenStream,
     Outcome,
+    ReadStream,
     RequestSpec,
     Settings,
     Sleep,
+    StreamOpened,
     call,
+    open_stream,
     request,
 )
 from .receiving import ReceiveOptions, ReceiveResult, receive_flow
@@ -38,6 +43,8 @@ from .crypto import to_base64
 
 DOWNLOAD_TIMEOUT_SECONDS = 90.0
 DEFAULT_TIMEOUT = httpx.Timeout(DOWNLOAD_TIMEOUT_SECONDS, connect=15.0)
+#: The server sends a keep-alive every 15 s: an event stream silent for 45 s is dead.
+STREAM_TIMEOUT = httpx.Timeout(45.0, connect=15.0)
 Flow = Generator[Effect, Outcome, Any]
 Out = TypeVar("Out")
 Http = TypeVar("Http", httpx.Client, httpx.AsyncClient)
@@ -121,9 +128,15 @@ class Operations:
     def receive(self, transfer_id: str, options: ReceiveOptions) -> Flow:
         return receive_flow(self.settings, self.identity, self.resolve, transfer_id, options)
 
+    def inbox_events(self, after: str | None) -> Flow:
+        """Opens the inbox's event stream (decisions 8.4) after ``after``; listening.py reads it."""
+        spec = RequestSpec("GET", "/v1/transfers/inbox/events", query={"after": after}, accept="text/event-stream")
+        return open_stream(spec, self.settings)
+
     def listen(self, out_dir: str, shield: str | None, options: ListenOptions) -> Flow:
         return listen_flow(
             lambda wait, cursor: self.inbox(wait, cursor),
+            self.inbox_events,
             lambda transfer_id: self.receive(transfer_id, ReceiveOptions(out_dir, shield)),
             options,
         )
@@ -155,7 +168,9 @@ def _path_of(attempt: Attempt) -> str:
     return httpx.URL(attempt.url).path
 
 
-def _build(http: httpx.Client | httpx.AsyncClient, attempt: Attempt, content: Any) -> httpx.Request:
+def _build(
+    http: httpx.Client | httpx.AsyncClient, attempt: Attempt, content: Any, timeout: httpx.Timeout | None = None
+) -> httpx.Request:
     return http.build_request(
         attempt.method,
         attempt.url,
@@ -163,6 +178,7 @@ def _build(http: httpx.Client | httpx.AsyncClient, attempt: Attempt, content: An
         headers=attempt.headers,
         json=attempt.json,
         content=content,
+        timeout=timeout or httpx.USE_CLIENT_DEFAULT,
     )
 
 
@@ -336,6 +352,13 @@ class Client(_Operations[Any, httpx.Client]):
         if isinstance(effect, Sleep):
             time.sleep(effect.seconds)
             return None
+        if isinstance(effect, OpenStream):
+            return self._open_stream(effect.attempt)
+        if isinstance(effect, ReadStream):
+            return _SyncStream.of(effect.handle).read()
+        if isinstance(effect, CloseStream):
+            _SyncStream.of(effect.handle).response.close()
+            return None
         if effect.sink is not None and self._own_http and not download.proxied(effect.url):
             return download.download(effect, DOWNLOAD_TIMEOUT_SECONDS)
         content = effect.body() if effect.body else None
@@ -359,6 +382,59 @@ class Client(_Operations[Any, httpx.Client]):
                 return NetworkFailure(_network_reason(error))
         finally:
             response.close()
+
+
+    def _open_stream(self, attempt: Attempt) -> Outcome:
+        try:
+            response = self._http.send(_build(self._http, attempt, None, STREAM_TIMEOUT), stream=True)
+        except httpx.TransportError as error:
+            return NetworkFailure(_network_reason(error))
+        if response.is_success:
+            return StreamOpened(response.status_code, response.headers, _SyncStream(response))
+        try:
+            return Answer(response.status_code, response.headers, response.read())
+        except httpx.TransportError as error:
+            return NetworkFailure(_network_reason(error))
+        finally:
+            response.close()
+
+
+class _SyncStream:
+    """An open streamed answer of ``Client``: its chunks as they arrive."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._chunks = response.iter_bytes()
+
+    @staticmethod
+    def of(handle: object) -> _SyncStream:
+        assert isinstance(handle, _SyncStream)
+        return handle
+
+    def read(self) -> bytes | NetworkFailure:
+        try:
+            return next(self._chunks, b"")
+        except httpx.TransportError as error:
+            return NetworkFailure(_network_reason(error))
+
+
+class _AsyncStream:
+    """An open streamed answer of ``AsyncClient``."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._chunks = response.aiter_bytes()
+
+    @staticmethod
+    def of(handle: object) -> _AsyncStream:
+        assert isinstance(handle, _AsyncStream)
+        return handle
+
+    async def read(self) -> bytes | NetworkFailure:
+        try:
+            return await anext(self._chunks, b"")
+        except httpx.TransportError as error:
+            return NetworkFailure(_network_reason(error))
 
 
 async def _async_body(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
@@ -401,6 +477,13 @@ class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
         if isinstance(effect, Sleep):
             await asyncio.sleep(effect.seconds)
             return None
+        if isinstance(effect, OpenStream):
+            return await self._open_stream(effect.attempt)
+        if isinstance(effect, ReadStream):
+            return await _AsyncStream.of(effect.handle).read()
+        if isinstance(effect, CloseStream):
+            await _AsyncStream.of(effect.handle).response.aclose()
+            return None
         content = _async_body(effect.body()) if effect.body else None
         try:
             response = await self._http.send(_build(self._http, effect, content), stream=True)
@@ -420,5 +503,19 @@ class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
                 return Answer(response.status_code, response.headers, await response.aread())
             except httpx.TransportError as error:
                 return NetworkFailure(_network_reason(error))
+        finally:
+            await response.aclose()
+
+    async def _open_stream(self, attempt: Attempt) -> Outcome:
+        try:
+            response = await self._http.send(_build(self._http, attempt, None, STREAM_TIMEOUT), stream=True)
+        except httpx.TransportError as error:
+            return NetworkFailure(_network_reason(error))
+        if response.is_success:
+            return StreamOpened(response.status_code, response.headers, _AsyncStream(response))
+        try:
+            return Answer(response.status_code, response.headers, await response.aread())
+        except httpx.TransportError as error:
+            return NetworkFailure(_network_reason(error))
         finally:
             await response.aclose()

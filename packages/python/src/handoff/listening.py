@@ -1,26 +1,38 @@
 """``listen``: each new transfer received once as it arrives, until stopped.
 
-Long-polls the inbox (30 s at a time). The inbox event stream of decisions 8.4 is not served yet;
-when it is, it replaces ``_next_page`` as the source of new transfers and nothing else changes.
+The transfers come from the inbox's event stream (decisions 8.4), else from the long-poll, as the
+Node SDK's inbox-events.ts does it: a stream that drops after it delivered is opened again at once
+after the last event's id; one that cannot be opened, that drops with nothing delivered, or that
+stays silent past the transport's read time-out gives way to one long-poll round from the same
+position, then the stream is tried again; a server that answers 404 or 406 is long-polled from
+then on. Event ids and page cursors are the same positions, so nothing is missed or repeated.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import HandoffApiError
-from .protocol import Effect, Outcome, Sleep, backoff_seconds
+from .errors import HandoffApiError, HandoffError
+from .event_stream import EventStreamParser
+from .protocol import CloseStream, Effect, NetworkFailure, Outcome, ReadStream, Sleep, StreamOpened, backoff_seconds
 from .receiving import ReceiveResult
 
 #: The longest long-poll the API allows (decisions 3.11).
 LONG_POLL_SECONDS = 30
 #: Credentials that no longer work do not heal by waiting: listen stops on them.
 FATAL_STATUSES = (401, 403)
+#: A server without the stream (older, or behind a proxy that refuses it): long-poll for good.
+NO_STREAM_STATUSES = (404, 406)
+#: Decisions 8.4: the event the stream sends for each transfer.
+TRANSFER_RECEIVED = "transfer.received"
 
 InboxFlow = Callable[[int, "str | None"], Generator[Effect, Outcome, dict[str, Any]]]
+StreamFlow = Callable[["str | None"], Generator[Effect, Outcome, StreamOpened]]
 ReceiveFlow = Callable[[str], Generator[Effect, Outcome, ReceiveResult]]
+ArrivalFlow = Callable[[dict[str, Any]], Generator[Effect, Outcome, None]]
 
 
 @dataclass
@@ -34,17 +46,62 @@ class ListenOptions:
     should_stop: Callable[[], bool] = lambda: False
 
 
-def _next_page(inbox: InboxFlow, cursor: str | None) -> Generator[Effect, Outcome, dict[str, Any]]:
-    return (yield from inbox(LONG_POLL_SECONDS, cursor))
+@dataclass
+class _Reading:
+    """Where the loop is in the inbox, and whether the current stream has delivered."""
+
+    position: str | None
+    delivered: bool = False
 
 
-def listen_flow(inbox: InboxFlow, receive: ReceiveFlow, options: ListenOptions) -> Generator[Effect, Outcome, None]:
+def listen_flow(
+    inbox: InboxFlow, stream: StreamFlow, receive: ReceiveFlow, options: ListenOptions
+) -> Generator[Effect, Outcome, None]:
     seen: set[str] = set()
-    cursor = options.cursor
+
+    def arrived(transfer: dict[str, Any]) -> Generator[Effect, Outcome, None]:
+        identifier = transfer["id"]
+        if identifier in seen or transfer.get("status") != "active" or transfer.get("downloads", 0) > 0:
+            return
+        seen.add(identifier)
+        try:
+            result = yield from receive(identifier)
+        except Exception as error:
+            if options.on_failed is not None:
+                options.on_failed(identifier, error)
+            return
+        if options.on_received is not None:
+            options.on_received(result)
+
+    yield from arrivals_flow(inbox, stream, arrived, options)
+
+
+def arrivals_flow(
+    inbox: InboxFlow, stream: StreamFlow, arrived: ArrivalFlow, options: ListenOptions
+) -> Generator[Effect, Outcome, None]:
+    """Runs ``arrived`` for every transfer that reaches the inbox, in order, until stopped."""
+    reading = _Reading(options.cursor)
+    streaming = True
     failures = 0
     while not options.should_stop():
+        if streaming:
+            reading.delivered = False
+            try:
+                yield from _streamed(stream, arrived, reading, options)
+            except HandoffApiError as error:
+                if error.status in FATAL_STATUSES:
+                    raise
+                if error.status in NO_STREAM_STATUSES:
+                    streaming = False
+                elif options.on_error is not None:
+                    options.on_error(error)
+            except HandoffError as error:  # the network
+                if options.on_error is not None:
+                    options.on_error(error)
+            if reading.delivered:
+                continue
         try:
-            page = yield from _next_page(inbox, cursor)
+            page = yield from inbox(LONG_POLL_SECONDS, reading.position)
             failures = 0
         except HandoffApiError as error:
             if error.status in FATAL_STATUSES:
@@ -57,19 +114,38 @@ def listen_flow(inbox: InboxFlow, receive: ReceiveFlow, options: ListenOptions) 
         for transfer in page.get("transfers", []):
             if options.should_stop():
                 return
-            identifier = transfer["id"]
-            if identifier in seen or transfer.get("status") != "active" or transfer.get("downloads", 0) > 0:
-                continue
-            seen.add(identifier)
-            try:
-                result = yield from receive(identifier)
-            except Exception as error:
-                if options.on_failed is not None:
-                    options.on_failed(identifier, error)
-                continue
-            if options.on_received is not None:
-                options.on_received(result)
-        cursor = page.get("next_cursor") or cursor
+            yield from arrived(transfer)
+        reading.position = page.get("next_cursor") or reading.position
+
+
+def _streamed(
+    stream: StreamFlow, arrived: ArrivalFlow, reading: _Reading, options: ListenOptions
+) -> Generator[Effect, Outcome, None]:
+    """One event stream's transfers, until it ends, fails or the loop is stopped."""
+    opened = yield from stream(reading.position)
+    try:
+        if not opened.headers.get("content-type", "").startswith("text/event-stream"):
+            raise HandoffApiError(406, "NOT_ACCEPTABLE", "the server answered the event stream with no events")
+        parser = EventStreamParser()
+        while not options.should_stop():
+            chunk = yield ReadStream(opened.handle)
+            if isinstance(chunk, NetworkFailure):
+                raise HandoffError("NETWORK_ERROR", f"the inbox event stream broke: {chunk.reason}")
+            assert isinstance(chunk, bytes)
+            if not chunk:
+                break
+            for event in parser.feed(chunk):
+                if event.event != TRANSFER_RECEIVED:
+                    continue
+                yield from arrived(json.loads(event.data))
+                reading.delivered = True
+                reading.position = event.id or reading.position
+    except GeneratorExit:
+        raise  # the flow is dropped: nothing more may be yielded; the transport's handle goes with it
+    except BaseException:
+        yield CloseStream(opened.handle)
+        raise
+    yield CloseStream(opened.handle)
 
 
 def _report_and_wait(options: ListenOptions, error: Exception, failures: int) -> Generator[Effect, Outcome, int]:

@@ -92,8 +92,37 @@ class NetworkFailure:
     reason: str
 
 
-Effect = Attempt | Sleep
-Outcome = Answer | NetworkFailure | None
+@dataclass
+class OpenStream:
+    """Opens an answer that is read as it arrives (an event stream): the outcome is a StreamOpened
+    for a 2xx, an Answer (body read) for anything else, or a NetworkFailure."""
+
+    attempt: Attempt
+
+
+@dataclass
+class StreamOpened:
+    status: int
+    headers: Mapping[str, str]
+    #: The transport's own handle of the open answer, given back in ReadStream and CloseStream.
+    handle: object
+
+
+@dataclass
+class ReadStream:
+    """The next bytes of an open stream: a non-empty chunk, b"" once it ended, or a NetworkFailure
+    (it broke, or stayed silent past the transport's read time-out)."""
+
+    handle: object
+
+
+@dataclass
+class CloseStream:
+    handle: object
+
+
+Effect = Attempt | Sleep | OpenStream | ReadStream | CloseStream
+Outcome = Answer | NetworkFailure | StreamOpened | bytes | None
 Flow = Generator[Effect, Any, Any]
 
 
@@ -199,6 +228,17 @@ def request(spec: RequestSpec, settings: Settings) -> Generator[Effect, Outcome,
         else:
             raise error
         attempt += 1
+
+
+def open_stream(spec: RequestSpec, settings: Settings) -> Generator[Effect, Outcome, StreamOpened]:
+    """Opens ``spec``'s answer as a stream, once (whoever reads it decides what a failure means)."""
+    outcome = yield OpenStream(prepare(spec, settings, None))
+    if isinstance(outcome, NetworkFailure):
+        raise HandoffError("NETWORK_ERROR", f"{spec.method} {spec.url} failed: {outcome.reason}")
+    if isinstance(outcome, Answer):
+        raise api_error(outcome.status, outcome.content)
+    assert isinstance(outcome, StreamOpened)
+    return outcome
 
 
 def call(spec: RequestSpec, settings: Settings) -> Generator[Effect, Outcome, Any]:
