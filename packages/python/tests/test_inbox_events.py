@@ -4,6 +4,7 @@ and against the real server through the CLI."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from conftest import SOURCE, Server, run_python
 from test_cli import identity
-from handoff import Client
+from handoff import AsyncClient, Client
 from handoff.listening import ListenOptions, arrivals_flow
 
 EVENTS = "/v1/transfers/inbox/events"
@@ -32,10 +33,8 @@ def frame(identifier: str, position: str) -> bytes:
     return f"event: transfer.received\nid: {position}\ndata: {json.dumps(transfer(identifier))}\n\n".encode()
 
 
-def test_events_are_read_resumed_after_the_last_id_and_long_polled_when_the_stream_is_gone(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(time, "sleep", lambda _seconds: None)
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_events_are_read_resumed_after_the_last_id_and_long_polled_when_the_stream_is_gone(kind: str) -> None:
     seen: list[httpx.Request] = []
     arrived: list[str] = []
 
@@ -49,14 +48,20 @@ def test_events_are_read_resumed_after_the_last_id_and_long_polled_when_the_stre
             return httpx.Response(404, json={"error": {"code": "NOT_FOUND", "message": "no route", "status": 404}})
         return httpx.Response(200, json={"transfers": [transfer("tr_3")], "next_cursor": "p3", "has_more": False})
 
-    with Client("http://h", "key", http=httpx.Client(transport=httpx.MockTransport(handle))) as client:
-        def on_arrival(item: dict[str, Any]) -> Any:
-            arrived.append(item["id"])
-            return
-            yield
+    def on_arrival(item: dict[str, Any]) -> Any:
+        arrived.append(item["id"])
+        return
+        yield
 
-        options = ListenOptions(cursor="p0", should_stop=lambda: len(arrived) >= 3)
-        client.run(arrivals_flow(lambda w, c: client.ops.inbox(w, c), client.ops.inbox_events, on_arrival, options))
+    options = ListenOptions(cursor="p0", should_stop=lambda: len(arrived) >= 3)
+    transport = httpx.MockTransport(handle)
+    if kind == "sync":
+        with Client("http://h", "key", http=httpx.Client(transport=transport)) as client:
+            client.run(arrivals_flow(client.ops.inbox, client.ops.inbox_events, on_arrival, options))
+    else:
+        async_client = AsyncClient("http://h", "key", http=httpx.AsyncClient(transport=transport))
+        flow = arrivals_flow(async_client.ops.inbox, async_client.ops.inbox_events, on_arrival, options)
+        asyncio.run(async_client.run(flow))
 
     assert arrived == ["tr_1", "tr_2", "tr_3"]
     paths = [(r.url.path, dict(r.url.params)) for r in seen]

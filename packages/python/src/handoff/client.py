@@ -355,9 +355,9 @@ class Client(_Operations[Any, httpx.Client]):
         if isinstance(effect, OpenStream):
             return self._open_stream(effect.attempt)
         if isinstance(effect, ReadStream):
-            return _SyncStream.of(effect.handle).read()
+            return _StreamHandle.of(effect.handle).read()
         if isinstance(effect, CloseStream):
-            _SyncStream.of(effect.handle).response.close()
+            _StreamHandle.of(effect.handle).response.close()
             return None
         if effect.sink is not None and self._own_http and not download.proxied(effect.url):
             return download.download(effect, DOWNLOAD_TIMEOUT_SECONDS)
@@ -390,7 +390,7 @@ class Client(_Operations[Any, httpx.Client]):
         except httpx.TransportError as error:
             return NetworkFailure(_network_reason(error))
         if response.is_success:
-            return StreamOpened(response.status_code, response.headers, _SyncStream(response))
+            return StreamOpened(response.status_code, response.headers, _StreamHandle(response))
         try:
             return Answer(response.status_code, response.headers, response.read())
         except httpx.TransportError as error:
@@ -399,40 +399,31 @@ class Client(_Operations[Any, httpx.Client]):
             response.close()
 
 
-class _SyncStream:
-    """An open streamed answer of ``Client``: its chunks as they arrive."""
+class _StreamHandle:
+    """An open streamed answer: its chunks as they arrive, read by ``Client`` (``read``) or by
+    ``AsyncClient`` (``aread``)."""
 
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
-        self._chunks = response.iter_bytes()
+        self._chunks: Iterator[bytes] | None = None
+        self._async_chunks: AsyncIterator[bytes] | None = None
 
     @staticmethod
-    def of(handle: object) -> _SyncStream:
-        assert isinstance(handle, _SyncStream)
+    def of(handle: object) -> _StreamHandle:
+        assert isinstance(handle, _StreamHandle)
         return handle
 
     def read(self) -> bytes | NetworkFailure:
+        self._chunks = self._chunks or self.response.iter_bytes()
         try:
             return next(self._chunks, b"")
         except httpx.TransportError as error:
             return NetworkFailure(_network_reason(error))
 
-
-class _AsyncStream:
-    """An open streamed answer of ``AsyncClient``."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-        self._chunks = response.aiter_bytes()
-
-    @staticmethod
-    def of(handle: object) -> _AsyncStream:
-        assert isinstance(handle, _AsyncStream)
-        return handle
-
-    async def read(self) -> bytes | NetworkFailure:
+    async def aread(self) -> bytes | NetworkFailure:
+        self._async_chunks = self._async_chunks or self.response.aiter_bytes()
         try:
-            return await anext(self._chunks, b"")
+            return await anext(self._async_chunks, b"")
         except httpx.TransportError as error:
             return NetworkFailure(_network_reason(error))
 
@@ -480,9 +471,9 @@ class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
         if isinstance(effect, OpenStream):
             return await self._open_stream(effect.attempt)
         if isinstance(effect, ReadStream):
-            return await _AsyncStream.of(effect.handle).read()
+            return await _StreamHandle.of(effect.handle).aread()
         if isinstance(effect, CloseStream):
-            await _AsyncStream.of(effect.handle).response.aclose()
+            await _StreamHandle.of(effect.handle).response.aclose()
             return None
         content = _async_body(effect.body()) if effect.body else None
         try:
@@ -512,7 +503,7 @@ class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
         except httpx.TransportError as error:
             return NetworkFailure(_network_reason(error))
         if response.is_success:
-            return StreamOpened(response.status_code, response.headers, _AsyncStream(response))
+            return StreamOpened(response.status_code, response.headers, _StreamHandle(response))
         try:
             return Answer(response.status_code, response.headers, await response.aread())
         except httpx.TransportError as error:
