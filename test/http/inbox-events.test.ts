@@ -77,6 +77,8 @@ describe.skipIf(!postgresServer)(titled("the inbox event stream", postgresSkipRe
       expect(reader.response.status).toBe(200);
       expect(reader.response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
       expect(reader.response.headers.get("cache-control")).toBe("no-cache");
+      // Counted once, as the inbox is, when it opens.
+      expect(reader.response.headers.get("x-ratelimit-remaining")).toMatch(/^\d+$/);
       await reader.until((r) => r.text.startsWith(KEEP_ALIVE), "the opening keep-alive");
 
       const sent = await sendTransfer(first.t, p.apiKey, named("one.txt"));
