@@ -104,30 +104,39 @@ async function* streamed(
   const stop = () => own.abort();
   signal.addEventListener("abort", stop, { once: true });
   let watchdog = setTimeout(stop, silenceMs);
+  const rearm = () => {
+    clearTimeout(watchdog);
+    watchdog = setTimeout(stop, silenceMs);
+  };
+  const silence = (cause?: unknown) =>
+    new HandoffError("NETWORK_ERROR", `the inbox event stream was silent for ${silenceMs} ms`, { cause });
   try {
     const response = await context.openStream({ ...(after ? { after } : {}), signal: own.signal });
     if (!response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) {
       await response.body?.cancel();
       throw new HandoffApiError(406, "NOT_ACCEPTABLE", "the server answered the event stream with no events");
     }
-    const body = response.body as unknown as AsyncIterable<Uint8Array>;
-    const alive = async function* () {
-      for await (const chunk of body) {
-        clearTimeout(watchdog);
-        watchdog = setTimeout(stop, silenceMs);
-        yield chunk;
+    // Cancelled on abort too: a read ends then whether or not the fetch in use honours its signal.
+    const reader = response.body.getReader();
+    own.signal.addEventListener("abort", () => void reader.cancel().catch(() => undefined), { once: true });
+    const chunks = async function* () {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        rearm();
+        yield value;
       }
     };
-    for await (const event of serverSentEvents(alive())) {
+    for await (const event of serverSentEvents(chunks())) {
       if (event.event !== TRANSFER_RECEIVED) continue;
+      // The time the consumer takes with a transfer (a large download) is not the stream's silence.
+      clearTimeout(watchdog);
       yield { transfer: JSON.parse(event.data) as Transfer, position: event.id };
+      rearm();
     }
+    if (own.signal.aborted && !signal.aborted) throw silence();
   } catch (error) {
-    if (own.signal.aborted && !signal.aborted) {
-      throw new HandoffError("NETWORK_ERROR", `the inbox event stream was silent for ${silenceMs} ms`, {
-        cause: error,
-      });
-    }
+    if (own.signal.aborted && !signal.aborted && !(error instanceof HandoffError)) throw silence(error);
     throw error;
   } finally {
     clearTimeout(watchdog);

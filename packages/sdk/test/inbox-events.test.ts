@@ -29,7 +29,7 @@ const bobWith = (w: AliceAndBob, fetcher: typeof fetch) =>
   });
 
 /** Collects arrivals from `client.inboxEvents` in the background until stopped. */
-function collect(client: HandoffClient, after?: string) {
+function collect(client: HandoffClient, after?: string, silenceMs?: number) {
   const arrivals: InboxArrival[] = [];
   const errors: Error[] = [];
   const controller = new AbortController();
@@ -37,6 +37,7 @@ function collect(client: HandoffClient, after?: string) {
     const events = client.inboxEvents({
       signal: controller.signal,
       ...(after ? { after } : {}),
+      ...(silenceMs ? { silenceMs } : {}),
       onError: (error) => errors.push(error),
     });
     for await (const arrival of events) arrivals.push(arrival);
@@ -120,6 +121,24 @@ describe("inbox events", () => {
       expect(seen.ids()).toEqual([one.id, two.id]);
       expect(recorder.streams()).toHaveLength(1);
       expect(seen.errors).toEqual([]);
+    } finally {
+      await seen.stop();
+    }
+  });
+
+  it("give up a stream that falls silent (no keep-alive) and long-poll", async () => {
+    // A stream that opens and then says nothing, as behind a proxy that holds the bytes back.
+    const silent = () =>
+      new Response(new ReadableStream({ start() {} }), { headers: { "content-type": "text/event-stream" } });
+    const recorder = recordingFetch((url) => (url.pathname === EVENTS_PATH ? silent() : null));
+    const bob = bobWith(w, recorder.fetch);
+    const start = (await bob.inbox()).next_cursor ?? undefined;
+    const seen = collect(bob, start, 300);
+    try {
+      await until(() => recorder.urls.some((url) => url.searchParams.has("wait")), "the long-poll");
+      expect(seen.errors[0]?.message).toContain("silent for 300 ms");
+      const one = await sendOne("after-silence.txt");
+      await until(() => seen.ids().includes(one.id), "the transfer through the long-poll");
     } finally {
       await seen.stop();
     }
