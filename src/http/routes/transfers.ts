@@ -227,15 +227,12 @@ export function transferRoutes({
           for (;;) {
             const now = clock.now();
             const rows = await inboxPage(db, { ...inbox, after, now, limit: STREAM_BATCH });
-            const shown = await present(rows, now);
-            shown.forEach((transfer, i) => {
-              const position = rows[i]?.inbox_position ?? after;
-              if (!position) return;
+            for (const row of rows) {
               // Encoded by the schema the listing's serializer uses: the same JSON, key for key.
-              const item = api.Transfer.encode(transfer);
-              stream.send(eventFrame(api.TRANSFER_RECEIVED, encodeCursor(position), item));
-              after = position;
-            });
+              const item = api.Transfer.encode(await presentOne(row, now));
+              stream.send(eventFrame(api.TRANSFER_RECEIVED, encodeCursor(row.inbox_position), item));
+              after = row.inbox_position;
+            }
             if (rows.length < STREAM_BATCH) return;
           }
         };
