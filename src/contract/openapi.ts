@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { OperationSpec, RequestHeader, ResponseHeader, Security } from "./operation.js";
 import { honoursIdempotencyKey } from "./operation.js";
 import { answersOf, type DocumentedAnswer } from "./standard-answers.js";
+import { MAX_INBOX_POSITION } from "./transfers.js";
 
 type Json = Record<string, unknown>;
 type Io = "input" | "output";
@@ -83,7 +84,7 @@ const REQUEST_HEADERS: Record<RequestHeader | "Idempotency-Key", Json> = {
     required: false,
     description:
       "The `id` of the last event received: the stream replays what came after it (wins over `after`)",
-    schema: { type: "string", maxLength: 200 },
+    schema: { type: "string", maxLength: MAX_INBOX_POSITION },
   },
 };
 

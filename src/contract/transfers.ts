@@ -327,8 +327,10 @@ const inboxAgent = z
   .string()
   .optional()
   .describe("The agent's slug; default X-Service-Agent, else the whole account");
+/** The longest inbox position taken (`cursor`, `after`, Last-Event-ID): none given out is longer. */
+export const MAX_INBOX_POSITION = 200;
 /** A place in an inbox: a page's `next_cursor` and an event's `id` are the same kind of position. */
-const inboxPosition = z.string().max(200).optional();
+const inboxPosition = z.string().max(MAX_INBOX_POSITION).optional();
 
 export const getInbox = operation({
   operationId: "getInbox",

@@ -191,6 +191,7 @@ describe.skipIf(!postgresServer)(titled("the inbox event stream", postgresSkipRe
     expectError(await call({}), 401, "UNAUTHORIZED");
     expectError(await call(auth, "?agent_id=nobody"), 400, "VALIDATION_ERROR");
     expectError(await call({ ...auth, "last-event-id": "not-ours" }), 400, "VALIDATION_ERROR");
+    expectError(await call({ ...auth, "last-event-id": "MTI".repeat(100) }), 400, "VALIDATION_ERROR");
     expectError(await call(auth, "?after=%25%25"), 400, "VALIDATION_ERROR");
     expectError(await call({ ...auth, accept: "application/json" }), 406, "NOT_ACCEPTABLE");
   });

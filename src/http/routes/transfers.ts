@@ -30,6 +30,11 @@ const STREAM_BATCH = 100;
  */
 function streamStart(lastEventId: string | string[] | undefined, after: string | undefined): string | null {
   const header = Array.isArray(lastEventId) ? lastEventId.at(-1) : lastEventId;
+  if (header && header.length > api.MAX_INBOX_POSITION)
+    throw validationError(
+      `Last-Event-ID is longer than ${api.MAX_INBOX_POSITION} characters`,
+      "Last-Event-ID",
+    );
   if (header) return decodeCursor(header, "Last-Event-ID");
   return after ? decodeCursor(after, "after") : null;
 }
