@@ -81,6 +81,8 @@ export class EventStreams {
     this.open.add(stream);
     // The connection closing (the client gone, or the answer done) is the one signal that covers both.
     reply.raw.once("close", stream.end);
+    // A client that went away while the route was still deciding closed before anyone listened.
+    if (reply.raw.socket?.destroyed !== false) queueMicrotask(stream.end);
     stream.send(KEEP_ALIVE);
     reply
       .status(200)

@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { freshPostgres, postgresServer, postgresSkipReason, tempDir, titled } from "../support/databases.js";
@@ -181,6 +183,19 @@ describe.skipIf(!postgresServer)(titled("the inbox event stream", postgresSkipRe
     expect(engine.waiting).toBe(idle);
     // A transfer after they went wakes no one and writes to no closed socket.
     await sendTransfer(first.t, p.apiKey, named("nobody.txt"));
+    expect(engine.waiting).toBe(idle);
+
+    // Clients gone before the stream started (the request sent, the connection dropped at once).
+    const { port } = new URL(first.baseUrl);
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(Number(port), "127.0.0.1");
+      await once(socket, "connect");
+      socket.end(
+        `GET /v1/transfers/inbox/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.apiKey}\r\nX-Service-Agent: bob\r\n\r\n`,
+      );
+      socket.destroy();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(engine.waiting).toBe(idle);
   });
 
