@@ -12,6 +12,13 @@ const RAW_RUNS = Number(process.env.FUZZ_RAW_RUNS ?? 150);
 
 let t: TestApp;
 let routes: { method: string; path: string }[];
+/**
+ * Paths whose answer is an event stream: one that opens never ends, and app.inject waits for the
+ * end. They are fuzzed with Accept: application/json, so every check in front of the stream runs
+ * and a valid request is refused (406) instead of opened; test/http/inbox-events.test.ts reads
+ * the streams themselves over real HTTP.
+ */
+let streamPaths: Set<string>;
 let keys: string[];
 beforeAll(async () => {
   t = await startTestApp();
@@ -19,10 +26,15 @@ beforeAll(async () => {
   keys = [parties.apiKey, parties.apiKey, parties.apiKey, ADMIN_TOKEN, "hnd_notakey", ""];
   // Every route the app documents, so that a new route is fuzzed without touching this file.
   const document = (await t.call("GET", "/docs/json")).json() as {
-    paths: Record<string, Record<string, unknown>>;
+    paths: Record<string, Record<string, { responses?: Record<string, { content?: object }> }>>;
   };
   routes = Object.entries(document.paths).flatMap(([path, operations]) =>
     Object.keys(operations).map((method) => ({ method: method.toUpperCase(), path })),
+  );
+  streamPaths = new Set(
+    Object.entries(document.paths)
+      .filter(([, operations]) => "text/event-stream" in (operations.get?.responses?.["200"]?.content ?? {}))
+      .map(([path]) => path),
   );
 });
 afterAll(async () => t.close());
@@ -192,6 +204,7 @@ describe("fuzz: every route, random requests", () => {
             ...r.headers,
             ...(key ? { authorization: `Bearer ${key}` } : {}),
             ...(r.body ? { "content-type": r.body.type } : {}),
+            ...(streamPaths.has(route.path) ? { accept: "application/json" } : {}),
           },
           ...(r.body ? { payload: r.body.payload } : {}),
         });
