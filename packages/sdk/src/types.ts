@@ -90,6 +90,8 @@ export interface PresignedAnswer {
     file_id: string;
     file_name: string;
     upload_url: string;
+    /** The same upload as a tus 1.0.0 resource (decisions 7.1). */
+    resumable_url: string;
     method: string;
     headers: Record<string, string>;
   }[];
