@@ -366,15 +366,15 @@ export async function resumeSend(
     url: `/v1/transfers/${encodeURIComponent(id)}`,
     idempotent: true,
   });
-  if (transfer.status === "expired" || Date.parse(state.expires_at) <= Date.now())
-    throw new HandoffError(
-      "TRANSFER_EXPIRED",
-      `transfer ${id} expired before its files were all sent: send them again`,
-    );
-  if (transfer.status !== "pending")
+  if (transfer.status !== "pending" && transfer.status !== "expired")
     throw new HandoffError(
       "ALREADY_CONFIRMED",
       `transfer ${id} was already confirmed (status ${transfer.status}): nothing is left to send`,
+    );
+  if (transfer.status === "expired" || Date.parse(state.expires_at) <= Date.now())
+    throw new HandoffError(
+      "TRANSFER_EXPIRED",
+      `the upload links of transfer ${id} expired (${state.expires_at}) before its files were all sent: send them again`,
     );
   const contentKey = state.content_key ? fromBase64(state.content_key) : null;
   for (const file of state.files) {

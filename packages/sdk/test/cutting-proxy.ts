@@ -33,6 +33,8 @@ export class CuttingProxy {
   cuts: number[] = [];
   bytesPerSecond = Number.POSITIVE_INFINITY;
   readonly patches: SeenPatch[] = [];
+  /** Told of each PATCH as it begins, before any of its bytes reach the server. */
+  onPatch: () => void = () => {};
   url = "";
   private readonly server: Server;
 
@@ -40,13 +42,19 @@ export class CuttingProxy {
     this.server = createServer((req, res) => {
       const cutAt = req.method === "PATCH" ? this.cuts.shift() : undefined;
       const seen = { offset: Number(req.headers["upload-offset"]), forwarded: 0, cut: false };
-      if (req.method === "PATCH") this.patches.push(seen);
+      if (req.method === "PATCH") {
+        this.patches.push(seen);
+        this.onPatch();
+      }
       const upstream = forwardTo(this.upstreamPort(), req, (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
       });
       upstream.on("error", () => res.destroy());
-      req.on("error", () => upstream.destroy());
+      // A client that dies mid-request (SIGKILL) closes its connection: the server's goes too.
+      req.on("close", () => {
+        if (!req.complete) upstream.destroy();
+      });
       const cut = () => {
         seen.cut = true;
         req.socket.destroy();
