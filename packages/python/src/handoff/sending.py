@@ -2,7 +2,9 @@
 
 Resolve and pin the recipient, wrap a fresh content key to it, pick each file's salt and sign the
 file list, all before the first byte leaves; then stream each file from disk through the record
-encryption into one multipart POST (small transfers) or presigned PUTs (from 8 MiB on the wire).
+encryption into one multipart POST (small transfers) or presigned uploads (from 8 MiB on the
+wire): each file of 8 MiB or more through its tus ``resumable_url``, resumed from the server's
+offset when the connection drops (decisions 7.2), the others with one PUT.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from urllib.parse import quote
 
 from .crypto import (
     ENCRYPTION_ALGORITHM,
+    HEADER_SIZE,
+    RECORD_SIZE,
     SALT_SIZE,
+    TAG_SIZE,
     RecordEncryptor,
     SignedTransfer,
     encrypted_size,
@@ -30,12 +35,17 @@ from .crypto import (
     to_base64,
     wrap_content_key,
 )
-from .errors import HandoffError
+from .errors import HandoffApiError, HandoffError
 from .identity import Identity
-from .protocol import Effect, Outcome, RequestSpec, Settings, call, request
+from .protocol import Effect, Outcome, RequestSpec, Settings, Sleep, backoff_seconds, call, request
 
 #: At or above this many bytes on the wire a transfer goes presigned, below it one multipart POST.
 PRESIGNED_THRESHOLD = 8 * 1024 * 1024
+#: Files from this many bytes on the wire go through their ``resumable_url`` (decisions 7.2).
+RESUMABLE_FROM = 8 * 1024 * 1024
+#: Attempts in a row that move the server's offset nowhere before an upload gives up (7.2).
+MAX_STALLED_ATTEMPTS = 5
+_TUS = {"tus-resumable": "1.0.0"}
 #: Bytes read from a file at a time: 16 records of 5.3, as the Node SDK reads.
 FILE_CHUNK_BYTES = 1024 * 1024
 MAX_NAME_BYTES = 255
@@ -151,8 +161,9 @@ def seal(
     return Sealing(content_key, encrypted_key, version, signature, salts)
 
 
-def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None]) -> Iterator[bytes]:
-    """The file in chunks of FILE_CHUNK_BYTES; a file whose size changes fails with FILE_CHANGED."""
+def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None], start: int = 0) -> Iterator[bytes]:
+    """The file from byte ``start`` in chunks of FILE_CHUNK_BYTES; a file whose size changes fails
+    with FILE_CHANGED."""
 
     def changed() -> HandoffError:
         return HandoffError(
@@ -160,7 +171,8 @@ def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None]) -> I
         )
 
     with open(path, "rb", buffering=0) as file:
-        position = 0
+        file.seek(start)
+        position = start
         while position < size:
             chunk = file.read(min(FILE_CHUNK_BYTES, size - position))
             if not chunk:
@@ -173,17 +185,32 @@ def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None]) -> I
 
 
 def encrypted_file_chunks(
-    path: str, size: int, content_key: bytes, salt: bytes, on_bytes: Callable[[int], None]
+    path: str, size: int, content_key: bytes, salt: bytes, on_bytes: Callable[[int], None], offset: int = 0
 ) -> Iterator[bytes]:
-    """The file encrypted as 5.3 while it is read: one joined piece per read, header first."""
-    encryptor = RecordEncryptor(content_key, salt)
-    pieces = [encryptor.header]
-    for chunk in read_file_chunks(path, size, on_bytes):
+    """The file encrypted as 5.3 while it is read: one joined piece per read, header first.
+
+    From wire byte ``offset`` on (a resumed upload, 7.2): sealed again from the record holding
+    the offset, that record's bytes before it left out.
+    """
+    record = max(0, (offset - HEADER_SIZE) // (RECORD_SIZE + TAG_SIZE))
+    # Record 0's bytes start with the header, later ones at their own record.
+    skip = offset - (0 if record == 0 else HEADER_SIZE + record * (RECORD_SIZE + TAG_SIZE))
+    encryptor = RecordEncryptor(content_key, salt, first_record=record)
+
+    def joined(pieces: list[bytes]) -> bytes:
+        """The pieces as one, without what is still to be skipped."""
+        nonlocal skip
+        whole = b"".join(pieces)
+        kept, skip = whole[skip:], max(0, skip - len(whole))
+        return kept
+
+    pieces = [encryptor.header] if record == 0 else []
+    for chunk in read_file_chunks(path, size, on_bytes, record * RECORD_SIZE):
         pieces.extend(encryptor.push(chunk))
-        yield b"".join(pieces)
-        pieces = []
-    pieces.append(encryptor.finish())
-    yield b"".join(pieces)
+        piece, pieces = joined(pieces), []
+        if piece:
+            yield piece
+    yield joined([*pieces, encryptor.finish()])
 
 
 @dataclass
@@ -194,7 +221,11 @@ class Outgoing:
     type: str
     wire_size: int
     encryption_iv: str | None
-    open: Callable[[], Iterator[bytes]]
+    #: The wire bytes from an offset (a resumed upload) to the end.
+    open_from: Callable[[int], Iterator[bytes]]
+
+    def open(self) -> Iterator[bytes]:
+        return self.open_from(0)
 
 
 def outgoing(file: LocalFile, sealing: Sealing | None, index: int, progress: ProgressCallback | None) -> Outgoing:
@@ -204,18 +235,18 @@ def outgoing(file: LocalFile, sealing: Sealing | None, index: int, progress: Pro
         if progress is not None:
             progress(file.name, done, file.size)
 
-    def open_file() -> Iterator[bytes]:
+    def open_from(offset: int) -> Iterator[bytes]:
         if sealing is None or salt is None:
-            return read_file_chunks(file.path, file.size, on_bytes)
+            return read_file_chunks(file.path, file.size, on_bytes, offset)
         # The same key and salt give the same bytes: a retried upload matches the signed list.
-        return encrypted_file_chunks(file.path, file.size, sealing.content_key, salt, on_bytes)
+        return encrypted_file_chunks(file.path, file.size, sealing.content_key, salt, on_bytes, offset)
 
     return Outgoing(
         name=file.name,
         type=file.type,
         wire_size=encrypted_size(file.size) if sealing else file.size,
         encryption_iv=to_base64(salt) if salt else None,
-        open=open_file,
+        open_from=open_from,
     )
 
 
@@ -302,8 +333,83 @@ def _send_multipart(settings: Settings, fields: dict[str, Any], files: list[Outg
     )
 
 
+def _offset_of(headers: Any, url: str) -> int:
+    value = str(headers.get("upload-offset", ""))
+    if not value.isdigit():
+        raise HandoffError("UNEXPECTED_ANSWER", f"{url.split('/v1/', 1)[0]} answered no Upload-Offset")
+    return int(value)
+
+
+def _transient(error: HandoffError) -> bool:
+    """Failures after which the upload may go on from the server's offset: the network, a 5xx,
+    409 (the server's offset is not ours), 423 (an old request still holds the upload), 429."""
+    if isinstance(error, HandoffApiError):
+        return error.status >= 500 or error.status in (409, 423, 429)
+    return error.code == "NETWORK_ERROR"
+
+
+def _server_offset(settings: Settings, url: str) -> Generator[Effect, Outcome, int]:
+    answer = yield from request(RequestSpec("HEAD", url, headers=_TUS, idempotent=False), settings)
+    return _offset_of(answer.headers, url)
+
+
+def _patch_from(settings: Settings, url: str, file: Outgoing, offset: int) -> Generator[Effect, Outcome, int]:
+    """One PATCH of the rest of the file from ``offset``; answers the server's new offset."""
+    headers = {
+        **_TUS,
+        "content-type": "application/offset+octet-stream",
+        "upload-offset": str(offset),
+        "content-length": str(file.wire_size - offset),
+    }
+    spec = RequestSpec("PATCH", url, body=lambda: file.open_from(offset), headers=headers, idempotent=False)
+    answer = yield from request(spec, settings)
+    reached = _offset_of(answer.headers, url)
+    if not offset < reached <= file.wire_size:
+        raise HandoffError("UNEXPECTED_ANSWER", f"the upload's offset went from {offset} to {reached}")
+    return reached
+
+
+def upload_resumable(
+    settings: Settings, url: str, file: Outgoing, known_offset: int | None = 0
+) -> Generator[Effect, Outcome, None]:
+    """A file through its tus upload resource (decisions 7.1, 7.2), as the Node SDK sends it.
+
+    The rest of the file goes in one PATCH from the server's offset; when that fails on the way
+    (a dropped connection, a 5xx), the server keeps what it acknowledged, so after a back-off the
+    upload asks where it is (HEAD) and goes on from there, never from zero. It gives up after
+    MAX_STALLED_ATTEMPTS attempts in a row that moved the offset nowhere, and at once on an
+    answer no retry changes (expired, closed, too large).
+    """
+    best, stalled, known = -1, 0, known_offset
+    while True:
+        try:
+            offset = known if known is not None else (yield from _server_offset(settings, url))
+            known = None
+            if offset > best:
+                best, stalled = offset, 0
+            if offset >= file.wire_size:
+                return
+            known = yield from _patch_from(settings, url, file, offset)
+            if known >= file.wire_size:
+                return
+        except HandoffError as error:
+            if not _transient(error):
+                raise
+            stalled += 1
+            if stalled >= MAX_STALLED_ATTEMPTS:
+                raise HandoffError(
+                    error.code,
+                    f"{error}; the upload made no progress in {MAX_STALLED_ATTEMPTS} attempts in a row "
+                    f"(the server holds {max(0, best)} of {file.wire_size} bytes)",
+                ) from error
+            yield Sleep(backoff_seconds(stalled - 1))
+
+
 def _upload_presigned_file(settings: Settings, link: dict[str, Any], file: Outgoing) -> Generator[Effect, Outcome, None]:
-    """One file to its upload link. Resumable uploads (decisions 7.1, 7.2) slot in here."""
+    """One file to its upload link: from RESUMABLE_FROM bytes through its resumable_url (7.2)."""
+    if file.wire_size >= RESUMABLE_FROM and link.get("resumable_url"):
+        yield from upload_resumable(settings, link["resumable_url"], file)
+        return
     headers = {**link.get("headers", {}), "content-length": str(file.wire_size)}
     method = "POST" if link.get("method") == "POST" else "PUT"
     yield from request(RequestSpec(method, link["upload_url"], body=file.open, headers=headers), settings)
