@@ -295,8 +295,8 @@ async function main(): Promise<void> {
     await throughput(baseline, handoff, account);
     await fiveCuts(handoff, account);
   } finally {
-    await handoff?.stop();
-    await baseline?.stop();
+    // Both servers are stopped at once: neither waits on the other's shutdown.
+    await Promise.all([handoff?.stop(), baseline?.stop()]);
     temp.cleanup();
   }
 }
