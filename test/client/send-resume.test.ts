@@ -129,6 +129,30 @@ describe("handoff send --resume after the send was killed (decisions 7.2)", () =
     expect(existsSync(statePath)).toBe(false);
   });
 
+  it("a send that gives up names the command that finishes it, and that command does", async () => {
+    const data = randomBytes(8 * MiB + 1);
+    const path = join(work.path, "stuck.bin");
+    writeFileSync(path, data);
+    proxy.cuts = Array.from({ length: 5 }, () => 0);
+    const failed = await handoff(["send", "--identity", alice, "--to", "bob", "--plain", path], env);
+    proxy.cuts = [];
+    expect(failed.status).toBe(1);
+    const [transferId] = stateFiles(`${alice}.sends`);
+    expect(failed.stderr.split("\n").at(-2)).toMatch(
+      new RegExp(
+        `no progress in 5 attempts in a row .*; to finish the send: handoff send --resume ${transferId} --identity ${alice} \\(NETWORK_ERROR\\)$`,
+      ),
+    );
+
+    const resumed = await resume(transferId as string);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    const out = join(work.path, "received-stuck");
+    const received = await handoff(["receive", transferId as string, "--identity", bob, "--out", out], env);
+    expect(received.status, received.stderr).toBe(0);
+    expect(readFileSync(join(out, "stuck.bin")).equals(data)).toBe(true);
+    expect(existsSync(`${alice}.sends`)).toBe(false);
+  });
+
   it("a send that completes removes its state; --resume without one says so in one line", async () => {
     const path = join(work.path, "whole.bin");
     writeFileSync(path, randomBytes(9 * MiB));
