@@ -31,7 +31,10 @@ describe("handoff send --resume after the send was killed (decisions 7.2)", () =
   beforeAll(async () => {
     const proxyPort = await freePort();
     // The CLI and the resumable_url links both go through the proxy, which can slow uploads down.
-    server = await startListeningServer({ PUBLIC_BASE_URL: `http://127.0.0.1:${proxyPort}` });
+    server = await startListeningServer(
+      { PUBLIC_BASE_URL: `http://127.0.0.1:${proxyPort}` },
+      { postgres: true },
+    );
     proxy = new CuttingProxy(() => Number(new URL(server.baseUrl).port));
     await proxy.start(proxyPort);
     ({ env } = await clientAccount(server));

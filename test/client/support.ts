@@ -17,19 +17,25 @@ export function cliAnywhere(): string[] {
   return ["--conditions=source", "--import", tsx, join(ROOT, "src/cli.ts")];
 }
 
-/** The real service (on PostgreSQL when the tests have one, else PGlite), listening on a real port so that child processes can reach it. */
+/** The real service (on PGlite, or PostgreSQL when asked and there is one), listening on a real port so that child processes can reach it. */
 export interface ListeningServer extends TestApp {
   baseUrl: string;
   blobsDir: string;
 }
 
-/** `env` adds to the server's settings (PUBLIC_BASE_URL naming a proxy in front of it). */
-export async function startListeningServer(env: Record<string, string> = {}): Promise<ListeningServer> {
+/**
+ * `env` adds to the server's settings (PUBLIC_BASE_URL naming a proxy in front of it); `postgres`
+ * puts it on PostgreSQL when the tests have one (PGlite starts slowly on a loaded machine), for
+ * tests that do not read the embedded database in DATA_DIR themselves.
+ */
+export async function startListeningServer(
+  env: Record<string, string> = {},
+  { postgres = false }: { postgres?: boolean } = {},
+): Promise<ListeningServer> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const app = await startTestApp({
-    // PostgreSQL where there is one: embedded PGlite starts slowly on a loaded machine.
-    database: postgresServer ? "postgres" : "pglite",
+    database: postgres && postgresServer ? "postgres" : "pglite",
     env: { PORT: String(port), PUBLIC_BASE_URL: baseUrl, ...env },
   });
   await app.app.listen({ port, host: "127.0.0.1" });
