@@ -3,19 +3,20 @@ the real server: a transport in front of httpx's own cuts the connection mid-PAT
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Server
+from conftest import Run, Server, run_node, run_python
 
-from handoff import Client, HandoffError, Identity, create_identity
+from handoff import Client, HandoffError, Identity, create_identity, save_identity
 from handoff.crypto import encrypt_chunks, new_content_key
-from handoff.sending import MAX_STALLED_ATTEMPTS, RESUMABLE_FROM, LocalFile, Sealing, encrypted_file_chunks, outgoing
+from handoff.sending import MAX_STALLED_ATTEMPTS, RESUMABLE_FROM, LocalFile, encrypted_file_chunks, outgoing
 
 MiB = 1024 * 1024
 
@@ -134,6 +135,71 @@ def test_the_encrypted_bytes_from_any_offset_are_the_rest_of_those_from_the_star
     for offset in (0, 10, 24, 24 + record, 24 + record + 1, 24 + 2 * record - 3, 24 + 35 * record + 2):
         rest = b"".join(encrypted_file_chunks(str(path), size, key, salt, lambda _done: None, offset))
         assert rest == whole[offset:], offset
-    sealing = Sealing(key, "", 1, "", [salt])
-    out = outgoing(LocalFile(str(path), "file.bin", "application/octet-stream", size), sealing, 0, None)
+    out = outgoing(LocalFile(str(path), "file.bin", "application/octet-stream", size, 0.0), (key, salt), None)
     assert b"".join(out.open_from(24 + record + 1)) == whole[24 + record + 1 :]
+
+
+def keep_state(identity_file: Path, state: dict[str, object]) -> Path:
+    """The state file where ``handoff send`` keeps it (decisions 7.2): ``<identity>.sends/<id>.json``, 0600."""
+    path = Path(f"{identity_file}.sends") / f"{state['transfer_id']}.json"
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text(json.dumps(state))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize("cli", [run_python, run_node], ids=["python", "node"])
+def test_send_resume_of_either_cli_finishes_a_send_that_gave_up(
+    parties: Parties, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Callable[[list[str], dict[str, str]], Run]
+) -> None:
+    monkeypatch.setattr(time, "sleep", lambda _seconds: None)
+    identity_file = tmp_path / "sender.json"
+    save_identity(str(identity_file), parties.sender)
+    data = os.urandom(9 * MiB + 1)
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    states: list[dict[str, object]] = []
+    with parties.sending_through(CuttingTransport([0] * MAX_STALLED_ATTEMPTS)) as client:
+        with pytest.raises(HandoffError):
+            client.send(parties.receiver.agent_id, [str(path)], on_started=states.append)
+    [state] = states
+    # The same state as the Node SDK's: the transfer, each file's path and resumable_url, and K.
+    assert list(state) == ["transfer_id", "expires_at", "content_key", "files"]
+    assert isinstance(state["files"], list)
+    assert state["files"][0]["path"] == str(path)
+    state_file = keep_state(identity_file, state)
+    transfer_id = str(state["transfer_id"])
+
+    resume = ["send", "--resume", transfer_id, "--identity", str(identity_file)]
+    finished = cli(resume, parties.env)
+    assert finished.status == 0, finished.stderr
+    assert finished.json()["status"] == "active"
+    assert not state_file.parent.exists()
+    with parties.receiving() as receiver:
+        result = receiver.receive(transfer_id, str(tmp_path / "out"))
+    assert Path(result["files"][0]["path"]).read_bytes() == data
+
+    keep_state(identity_file, state)
+    again = cli(resume, parties.env)
+    assert again.status == 1
+    assert again.stderr == (
+        f"transfer {transfer_id} was already confirmed (status active): nothing is left to send (ALREADY_CONFIRMED)\n"
+    )
+    assert not state_file.exists()
+    missing = cli(["send", "--resume", "tr_nothingtoresume", "--identity", str(identity_file)], parties.env)
+    assert missing.status == 1
+    assert missing.stderr == (
+        f"no interrupted send of tr_nothingtoresume for {identity_file} ({identity_file}.sends/tr_nothingtoresume.json "
+        "does not exist): it completed, or it was sent with another identity file (NO_SEND_STATE)\n"
+    )
+
+
+def test_the_python_cli_removes_its_state_once_the_send_is_confirmed(parties: Parties, tmp_path: Path) -> None:
+    identity_file = tmp_path / "sender.json"
+    save_identity(str(identity_file), parties.sender)
+    path = tmp_path / "whole.bin"
+    path.write_bytes(os.urandom(9 * MiB))
+    sent = run_python(["send", "--identity", str(identity_file), "--to", parties.receiver.agent_id, str(path)], parties.env)
+    assert sent.status == 0, sent.stderr
+    assert sent.json()["status"] == "active"
+    assert not Path(f"{identity_file}.sends").exists()

@@ -394,7 +394,8 @@ export async function resumeSend(
 /** The file of a send being resumed, as long as it is the one the send began with. */
 async function unchangedFile(file: SendStateFile): Promise<LocalFile> {
   const info = await stat(file.path).catch(() => null);
-  if (!info?.isFile() || info.size !== file.size || info.mtimeMs !== file.modified_ms)
+  // Within 1 ms is the same time: the Python client rounds a modification time differently.
+  if (!info?.isFile() || info.size !== file.size || Math.abs(info.mtimeMs - file.modified_ms) >= 1)
     throw new HandoffError(
       "FILE_CHANGED",
       `${file.path} changed since the send began: the bytes already sent would no longer match it`,

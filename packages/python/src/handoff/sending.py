@@ -10,6 +10,7 @@ offset when the connection drops (decisions 7.2), the others with one PUT.
 from __future__ import annotations
 
 import errno
+import math
 import mimetypes
 import os
 import stat
@@ -17,6 +18,7 @@ import re
 import secrets
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -72,6 +74,9 @@ class SendOptions:
     plain: bool = False
     accept_rotation: bool = False
     on_progress: ProgressCallback | None = None
+    #: Told, once a presigned transfer is declared and before its first byte, what finishing it
+    #: after a crash takes (decisions 7.2): the same JSON as the Node SDK's SendState.
+    on_started: Callable[[dict[str, Any]], None] | None = None
 
 
 @dataclass
@@ -81,6 +86,8 @@ class LocalFile:
     name: str
     type: str
     size: int
+    #: When the send began, in milliseconds (as Node's mtimeMs): a resumed send refuses a changed file.
+    modified_ms: float
 
 
 def media_type_of(name: str) -> str:
@@ -92,7 +99,8 @@ def _local_file(path: str, name: str) -> LocalFile:
         len(segment.encode("utf-8")) > MAX_NAME_BYTES for segment in name.split("/")
     ):
         raise HandoffError("INVALID_FILE_NAME", f"the name of {path} is over {MAX_NAME_BYTES} bytes")
-    return LocalFile(path, name, media_type_of(name), os.stat(path).st_size)
+    info = os.stat(path)
+    return LocalFile(os.path.abspath(path), name, media_type_of(name), info.st_size, info.st_mtime_ns / 1e6)
 
 
 def _folder_files(folder: str) -> list[LocalFile]:
@@ -228,24 +236,30 @@ class Outgoing:
         return self.open_from(0)
 
 
-def outgoing(file: LocalFile, sealing: Sealing | None, index: int, progress: ProgressCallback | None) -> Outgoing:
-    salt = sealing.salts[index] if sealing else None
+#: A file's encryption (5.3): the transfer's content key and the file's own salt.
+FileSealing = tuple[bytes, bytes]
 
+
+def file_sealing(sealing: Sealing | None, index: int) -> FileSealing | None:
+    return (sealing.content_key, sealing.salts[index]) if sealing else None
+
+
+def outgoing(file: LocalFile, sealing: FileSealing | None, progress: ProgressCallback | None) -> Outgoing:
     def on_bytes(done: int) -> None:
         if progress is not None:
             progress(file.name, done, file.size)
 
     def open_from(offset: int) -> Iterator[bytes]:
-        if sealing is None or salt is None:
+        if sealing is None:
             return read_file_chunks(file.path, file.size, on_bytes, offset)
         # The same key and salt give the same bytes: a retried upload matches the signed list.
-        return encrypted_file_chunks(file.path, file.size, sealing.content_key, salt, on_bytes, offset)
+        return encrypted_file_chunks(file.path, file.size, *sealing, on_bytes, offset)
 
     return Outgoing(
         name=file.name,
         type=file.type,
         wire_size=encrypted_size(file.size) if sealing else file.size,
-        encryption_iv=to_base64(salt) if salt else None,
+        encryption_iv=to_base64(sealing[1]) if sealing else None,
         open_from=open_from,
     )
 
@@ -415,7 +429,38 @@ def _upload_presigned_file(settings: Settings, link: dict[str, Any], file: Outgo
     yield from request(RequestSpec(method, link["upload_url"], body=file.open, headers=headers), settings)
 
 
-def _send_presigned(settings: Settings, fields: dict[str, Any], files: list[Outgoing]) -> Generator[Effect, Outcome, Any]:
+def _send_state(created: dict[str, Any], files: list[LocalFile], sealing: Sealing | None) -> dict[str, Any]:
+    """What finishing the send takes (decisions 7.2), in the Node SDK's SendState shape."""
+    links = created["upload_urls"]
+    return {
+        "transfer_id": created["id"],
+        "expires_at": created["expires_at"],
+        "content_key": to_base64(sealing.content_key) if sealing else None,
+        "files": [
+            {
+                "path": file.path,
+                "name": file.name,
+                "size": file.size,
+                "modified_ms": file.modified_ms,
+                "resumable_url": link["resumable_url"],
+                "encryption_iv": to_base64(sealing.salts[index]) if sealing else None,
+            }
+            for index, (file, link) in enumerate(zip(files, links))
+        ],
+    }
+
+
+def _confirm(settings: Settings, transfer_id: str) -> Generator[Effect, Outcome, Any]:
+    # The API's own confirm path on our base URL: the API key goes to no other host.
+    return (yield from call(RequestSpec("POST", f"/v1/transfers/{transfer_id}/confirm"), settings))
+
+
+def _send_presigned(
+    settings: Settings,
+    fields: dict[str, Any],
+    files: list[Outgoing],
+    on_created: Callable[[dict[str, Any]], None],
+) -> Generator[Effect, Outcome, Any]:
     declared = [
         {
             "name": file.name,
@@ -433,9 +478,61 @@ def _send_presigned(settings: Settings, fields: dict[str, Any], files: list[Outg
         link = links[index] if index < len(links) else None
         if link is None or link.get("file_name") != file.name:
             raise HandoffError("UNEXPECTED_ANSWER", f"the server gave no upload link for {file.name}")
+    on_created(created)
+    for file, link in zip(files, links):
         yield from _upload_presigned_file(settings, link, file)
-    # The API's own confirm path on our base URL: the API key goes to no other host.
-    return (yield from call(RequestSpec("POST", f"/v1/transfers/{created['id']}/confirm"), settings))
+    return (yield from _confirm(settings, created["id"]))
+
+
+def _unchanged_file(entry: dict[str, Any]) -> LocalFile:
+    """The file of a send being resumed, as long as it is the one the send began with."""
+    try:
+        info = os.stat(entry["path"])
+    except OSError:
+        info = None
+    # Node and Python round a modification time differently in its last bits: within 1 ms is the same.
+    if (
+        info is None
+        or not stat.S_ISREG(info.st_mode)
+        or info.st_size != entry["size"]
+        or not math.isclose(info.st_mtime_ns / 1e6, entry["modified_ms"], abs_tol=1.0)
+    ):
+        raise HandoffError(
+            "FILE_CHANGED",
+            f"{entry['path']} changed since the send began: the bytes already sent would no longer match it",
+        )
+    return LocalFile(entry["path"], entry["name"], media_type_of(entry["name"]), info.st_size, info.st_mtime_ns / 1e6)
+
+
+def resume_send_flow(
+    settings: Settings, state: dict[str, Any], on_progress: ProgressCallback | None = None
+) -> Generator[Effect, Outcome, Any]:
+    """Finishes a presigned send that was interrupted (decisions 7.2), as the Node SDK's resumeSend:
+    each file from the server's offset (HEAD), the encrypted ones sealed again from the record
+    holding it with the same K and salt, then confirm. Refuses a transfer no longer pending and a
+    file that changed since the send began."""
+    transfer_id = state["transfer_id"]
+    transfer = yield from call(RequestSpec("GET", f"/v1/transfers/{transfer_id}"), settings)
+    status = transfer.get("status")
+    if status not in ("pending", "expired"):
+        raise HandoffError(
+            "ALREADY_CONFIRMED",
+            f"transfer {transfer_id} was already confirmed (status {status}): nothing is left to send",
+        )
+    expires_at = datetime.fromisoformat(state["expires_at"].replace("Z", "+00:00"))
+    if status == "expired" or expires_at <= datetime.now(timezone.utc):
+        raise HandoffError(
+            "TRANSFER_EXPIRED",
+            f"the upload links of transfer {transfer_id} expired ({state['expires_at']}) before its files "
+            "were all sent: send them again",
+        )
+    content_key = from_base64(state["content_key"]) if state.get("content_key") else None
+    for entry in state["files"]:
+        local = _unchanged_file(entry)
+        iv = entry.get("encryption_iv")
+        out = outgoing(local, (content_key, from_base64(iv)) if content_key and iv else None, on_progress)
+        yield from upload_resumable(settings, entry["resumable_url"], out, known_offset=None)
+    return (yield from _confirm(settings, transfer_id))
 
 
 def send_flow(
@@ -456,9 +553,13 @@ def send_flow(
     if mode == "agent-to-agent" and not options.plain:
         resolved = yield from resolve(options.to, options.account, options.accept_rotation)
         sealing = seal(identity, options.to, resolved, files)
-    out = [outgoing(file, sealing, index, options.on_progress) for index, file in enumerate(files)]
+    out = [outgoing(file, file_sealing(sealing, index), options.on_progress) for index, file in enumerate(files)]
     fields = transfer_fields(identity, options, mode, sealing)
     # Presigned transfers cannot go to people: the server must see those bytes to encrypt them at rest.
     if mode == "agent-to-agent" and sum(file.wire_size for file in out) >= presigned_threshold:
-        return (yield from _send_presigned(settings, fields, out))
+        def on_created(created: dict[str, Any]) -> None:
+            if options.on_started is not None:
+                options.on_started(_send_state(created, files, sealing))
+
+        return (yield from _send_presigned(settings, fields, out, on_created))
     return (yield from _send_multipart(settings, fields, out))
