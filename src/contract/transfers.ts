@@ -387,7 +387,7 @@ export const deleteTransfer = operation({
   errors: [403, 404],
 });
 
-const TokenParams = z.object({
+export const TokenParams = z.object({
   token: z.string().max(4096).describe("The capability the signed link carries"),
 });
 

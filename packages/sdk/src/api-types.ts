@@ -604,10 +604,17 @@ export interface paths {
         /** Upload one file of a presigned transfer (signed link, no Authorization) */
         put: operations["uploadFile"];
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
+        /** tus termination: remove the upload (until confirm); confirm then names the file as missing */
+        delete: operations["terminateUpload"];
+        /** tus: what this upload resource supports */
+        options: operations["getUploadOptions"];
+        /** tus: how many bytes are stored (the offset to resume from), the length and the expiry */
+        head: operations["getUploadOffset"];
+        /**
+         * tus: append bytes at Upload-Offset
+         * @description Bytes acknowledged by the 204 survive a crash or restart of the service. Refused: another content type (415), past the declared size (413).
+         */
+        patch: operations["appendUpload"];
         trace?: never;
     };
     "/v1/files/{token}": {
@@ -1906,6 +1913,12 @@ export interface components {
         "X-Service-Agent": string;
         /** @description One byte range: `bytes=a-b`, `bytes=a-` or `bytes=-n` */
         Range: string;
+        /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+        "Tus-Resumable": "1.0.0";
+        /** @description The offset the body's bytes go at: the upload's current offset (HEAD tells it) */
+        "Upload-Offset": number;
+        /** @description The checksum of this request's body: `sha1` or `sha256`, a space, the base64 digest. A mismatch keeps nothing of the request (460) */
+        "Upload-Checksum": string;
     };
     requestBodies: never;
     headers: {
@@ -1927,6 +1940,24 @@ export interface components {
         "Content-Range": string;
         /** @description `attachment` with the file's name */
         "Content-Disposition": string;
+        /** @description `no-store`: the answer changes as bytes arrive */
+        "Cache-Control": "no-store";
+        /** @description The tus protocol version of this server */
+        "Tus-Resumable": "1.0.0";
+        /** @description The tus protocol versions this server speaks */
+        "Tus-Version": "1.0.0";
+        /** @description The tus extensions this server supports */
+        "Tus-Extension": string;
+        /** @description The upload's declared size in bytes: it takes no more */
+        "Tus-Max-Size": number;
+        /** @description The algorithms Upload-Checksum may name */
+        "Tus-Checksum-Algorithm": string;
+        /** @description How many bytes of the upload are stored: the offset to send from */
+        "Upload-Offset": number;
+        /** @description The upload's declared size in bytes */
+        "Upload-Length": number;
+        /** @description When the upload link expires, as an HTTP date (RFC 9110) */
+        "Upload-Expires": string;
     };
     pathItems: never;
 }
@@ -5636,6 +5667,373 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    terminateUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+                "Tus-Resumable": components["parameters"]["Tus-Resumable"];
+            };
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Terminated: later requests on it answer 404 */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the request does not send `Tus-Resumable: 1.0.0` */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UPLOAD_LOCKED: another request is writing this upload; retry shortly */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getUploadOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tus version, extensions, checksum algorithms and the most bytes it takes */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Version": components["headers"]["Tus-Version"];
+                    "Tus-Extension": components["headers"]["Tus-Extension"];
+                    "Tus-Max-Size": components["headers"]["Tus-Max-Size"];
+                    "Tus-Checksum-Algorithm": components["headers"]["Tus-Checksum-Algorithm"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getUploadOffset: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+                "Tus-Resumable": components["parameters"]["Tus-Resumable"];
+            };
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload's offset, declared length and expiry; never cached */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Upload-Offset": components["headers"]["Upload-Offset"];
+                    "Upload-Length": components["headers"]["Upload-Length"];
+                    "Upload-Expires": components["headers"]["Upload-Expires"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the request does not send `Tus-Resumable: 1.0.0` */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UPLOAD_LOCKED: another request is writing this upload; retry shortly */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    appendUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+                "Tus-Resumable": components["parameters"]["Tus-Resumable"];
+                /** @description The offset the body's bytes go at: the upload's current offset (HEAD tells it) */
+                "Upload-Offset": components["parameters"]["Upload-Offset"];
+                /** @description The checksum of this request's body: `sha1` or `sha256`, a space, the base64 digest. A mismatch keeps nothing of the request (460) */
+                "Upload-Checksum"?: components["parameters"]["Upload-Checksum"];
+            };
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        /** @description The upload's next bytes, from Upload-Offset */
+        requestBody: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Appended: Upload-Offset is the new offset */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Upload-Offset": components["headers"]["Upload-Offset"];
+                    "Upload-Expires": components["headers"]["Upload-Expires"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description OFFSET_MISMATCH: Upload-Offset is not the upload's offset; resume from the one this answer gives */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Upload-Offset": components["headers"]["Upload-Offset"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the request does not send `Tus-Resumable: 1.0.0` */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UPLOAD_LOCKED: another request is writing this upload; retry shortly */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description CHECKSUM_MISMATCH: the bytes do not match Upload-Checksum; nothing of this request was kept */
+            460: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
                     [name: string]: unknown;
                 };
                 content: {
