@@ -41,7 +41,9 @@ const RESPONSE_HEADERS: Record<ResponseHeader | "X-Request-Id", Json> = {
   "X-RateLimit-Limit": integerHeader("Requests allowed in the current one-minute window for this credential"),
   "X-RateLimit-Remaining": integerHeader("Requests left in the current window"),
   "X-RateLimit-Reset": integerHeader("When the current window ends, in Unix seconds"),
-  "Retry-After": integerHeader("Seconds to wait before retrying (sent with the per-minute rate limit)"),
+  "Retry-After": integerHeader(
+    "Seconds to wait before retrying (sent with the per-minute rate limit and with SERVICE_UNAVAILABLE)",
+  ),
   "Idempotent-Replayed": {
     description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
     schema: { type: "string", enum: ["true"] },

@@ -89,7 +89,8 @@ export interface OperationSpec {
   /**
    * The error statuses this operation decides itself. Those every operation of its kind answers
    * (401 and 429 with credentials, 400 with input, 415 and 413 with a JSON body, 409 with
-   * Idempotency-Key) are added by the rules in ./standard-answers.ts.
+   * Idempotency-Key, 412 with tus, 503 with storage, 507 with file bytes) are added by the rules
+   * in ./standard-answers.ts.
    */
   errors?: readonly number[];
   /** false: Idempotency-Key is ignored (its body or answer is a secret). POSTs honour it otherwise. */
@@ -100,6 +101,11 @@ export interface OperationSpec {
    * body itself (the JSON parsers' 413/415 do not apply).
    */
   protocol?: "tus";
+  /**
+   * false: answered without the database, the event store or blob storage (liveness, a tus
+   * OPTIONS), so never 503 SERVICE_UNAVAILABLE.
+   */
+  needsStorage?: false;
 }
 
 /** Declares an operation, keeping its schemas' types for the route's handler. */

@@ -15,6 +15,7 @@ export const getUploadOptions = operation({
   operationId: "getUploadOptions",
   method: "OPTIONS",
   summary: "tus: what this upload resource supports",
+  needsStorage: false,
   params: TokenParams,
   responses: {
     204: reply({
