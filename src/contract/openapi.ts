@@ -228,21 +228,21 @@ function requestBodyOf(spec: OperationSpec, components: Components): Json | unde
       content: { [streamed.mediaType ?? "application/octet-stream"]: { schema: BINARY } },
     };
   }
-  const form = components.schemaOf(streamed.fields, "input");
-  const properties = form.properties as Json;
+  // The form's fields are a named schema (a reference): the file parts join it with allOf, which
+  // generated clients type as both, where keywords beside a reference would be dropped.
+  const files = {
+    type: "object",
+    properties: {
+      [streamed.fileField]: { type: "array", items: BINARY, description: "One part per file" },
+    },
+    required: [streamed.fileField],
+  };
   return {
     required: true,
     description: streamed.description,
     content: {
       "multipart/form-data": {
-        schema: {
-          ...form,
-          properties: {
-            ...properties,
-            [streamed.fileField]: { type: "array", items: BINARY, description: "One part per file" },
-          },
-          required: [...((form.required as string[]) ?? []), streamed.fileField],
-        },
+        schema: { allOf: [components.schemaOf(streamed.fields, "input"), files] },
         encoding: { [streamed.fileField]: { contentType: "application/octet-stream" } },
       },
     },

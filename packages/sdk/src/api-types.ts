@@ -5202,7 +5202,10 @@ export interface operations {
         /** @description The transfer's fields, then one `files` part per file (its filename and Content-Type kept) */
         requestBody: {
             content: {
-                "multipart/form-data": components["schemas"]["TransferForm"];
+                "multipart/form-data": components["schemas"]["TransferForm"] & {
+                    /** @description One part per file */
+                    files: string[];
+                };
             };
         };
         responses: {
