@@ -1025,6 +1025,7 @@ export interface components {
         /** @description A page of the account's audit feed */
         AuditPage: {
             entries: components["schemas"]["HistoryEntry"][];
+            /** @description Pass as `cursor` for the next page */
             next_cursor: string | null;
             has_more: boolean;
         };
