@@ -304,7 +304,7 @@ async function sendPresigned(transport: Transport, send: PresignedSend): Promise
       continue;
     }
     await transport.send({
-      method: link.method === "POST" ? "POST" : "PUT",
+      method: link.method,
       url: link.upload_url,
       idempotent: true,
       body: () => ({
