@@ -63,6 +63,9 @@ export function progressBars(stream: NodeJS.WriteStream = process.stderr): Progr
       format: "{file} [{bar}] {percentage}% {value}/{total} MiB {speed} {left}",
       formatValue: (value, _options, type) =>
         type === "value" || type === "total" ? (value / MiB).toFixed(1) : String(value),
+      // Narrower than cli-progress's 40: with the speed and the time left, a line still fits an
+      // 80-column terminal (a longer one is cut at its edge).
+      barsize: 20,
       hideCursor: true,
       autopadding: true,
     },
