@@ -27,7 +27,7 @@ describe.skipIf(!postgresServer)(
     let env: Record<string, string>;
 
     beforeAll(async () => {
-      server = await startListeningServer({ database: "postgres", requests });
+      server = await startListeningServer({}, { postgres: true, requests });
       ({ env } = await clientAccount(server));
     });
     afterAll(async () => {

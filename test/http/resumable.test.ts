@@ -3,7 +3,7 @@ import { Upload } from "tus-js-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postgresServer } from "../support/databases.js";
-import { startS3Server, type TestS3Server } from "../support/s3-server.js";
+import { startS3Store, type TestS3Store } from "../support/s3-server.js";
 import { freePort } from "../support/server-process.js";
 import { advanceClock } from "./helpers.js";
 import { confirm, downloadOk, MiB, newParties, presignedOk } from "./transfer-helpers.js";
@@ -12,21 +12,14 @@ const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex")
 const TUS = { "tus-resumable": "1.0.0" };
 
 /** A transfer's app listening on a real port (tus-js-client speaks real HTTP), on either store. */
-async function listening(s3: TestS3Server | null): Promise<TestApp> {
+async function listening(s3: TestS3Store | null): Promise<TestApp> {
   const port = await freePort();
   const t = await startTestApp({
     // PostgreSQL where there is one: embedded PGlite starts slowly on a loaded machine.
     database: postgresServer ? "postgres" : "pglite",
     env: {
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      ...(s3
-        ? {
-            S3_BUCKET: s3.bucket,
-            S3_ENDPOINT: s3.endpoint,
-            S3_REGION: s3.region,
-            S3_FORCE_PATH_STYLE: "true",
-          }
-        : {}),
+      ...s3?.env,
     },
   });
   await t.app.listen({ port, host: "127.0.0.1" });
@@ -67,24 +60,17 @@ async function errorOf(response: Response): Promise<{ code: string; status: numb
 
 for (const store of ["filesystem", "S3 (s3rver)"] as const) {
   describe(`tus on resumable_url, ${store} store`, () => {
-    let s3: TestS3Server | null = null;
+    let s3: TestS3Store | null = null;
     let t: TestApp;
     let apiKey: string;
-    const credentials = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
     beforeAll(async () => {
-      if (store !== "filesystem") {
-        s3 = await startS3Server();
-        process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
-        process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
-      }
+      if (store !== "filesystem") s3 = await startS3Store();
       t = await listening(s3);
       ({ apiKey } = await newParties(t, "builder"));
     });
     afterAll(async () => {
       await t?.close();
       await s3?.stop();
-      if (credentials.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
-      if (credentials.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
     });
 
     async function presigned(files: { name: string; size: number }[]) {

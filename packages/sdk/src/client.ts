@@ -11,24 +11,30 @@ import {
 import { type ListenOptions, listen } from "./listen.js";
 import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
-import { PRESIGNED_THRESHOLD, type SendOptions, send } from "./send.js";
+import { PRESIGNED_THRESHOLD, resumeSend, type SendOptions, type SendState, send } from "./send.js";
 import type {
   AccountAgent,
   Agent,
   AgentChanges,
+  AgentList,
   ApiKeyInfo,
+  ApiKeyList,
   AuditPage,
   BroadcastPage,
   BroadcastSeverity,
   ComplianceReport,
   Connection,
+  ConnectionList,
+  History,
   HistoryEntry,
   InboxPage,
   IssuedApiKey,
+  ListedAgent,
   Profile,
   ResolvedAgent,
   RevokedApiKey,
   SendableAgent,
+  SendableAgentList,
   Transfer,
   TransferPage,
   TransferStatus,
@@ -132,6 +138,14 @@ export class HandoffClient {
     );
   }
 
+  /**
+   * Finishes a presigned send that was interrupted, from the state `send` handed to `onStarted`:
+   * each file goes on from the server's offset, then the transfer is confirmed (decisions 7.2).
+   */
+  resumeSend(state: SendState, options: Pick<SendOptions, "onProgress"> = {}): Promise<Transfer> {
+    return resumeSend(this.transport, state, options);
+  }
+
   /** The agent's incoming pending and active transfers; `wait` long-polls up to 30 s. */
   inbox(
     options: { wait?: number; cursor?: string; limit?: number; signal?: AbortSignal } = {},
@@ -219,7 +233,7 @@ export class HandoffClient {
 
   /** The account's connections (decisions 3.18). */
   async connections(): Promise<Connection[]> {
-    const answer = await this.transport.json<{ connections: Connection[] }>({
+    const answer = await this.transport.json<ConnectionList>({
       method: "GET",
       url: "/v1/connections",
       idempotent: true,
@@ -238,7 +252,7 @@ export class HandoffClient {
   }
 
   private async entries(url: string): Promise<HistoryEntry[]> {
-    const answer = await this.transport.json<{ entries: HistoryEntry[] }>({
+    const answer = await this.transport.json<History>({
       method: "GET",
       url,
       idempotent: true,
@@ -288,7 +302,7 @@ export class HandoffClient {
 
   /** Agents this account may send to: its own first, then those of connected accounts (spec 4.6). */
   async sendable(): Promise<SendableAgent[]> {
-    const answer = await this.transport.json<{ agents: SendableAgent[] }>({
+    const answer = await this.transport.json<SendableAgentList>({
       method: "GET",
       url: "/v1/agents/sendable",
       idempotent: true,
@@ -305,8 +319,8 @@ export class HandoffClient {
   }
 
   /** The account's agents, oldest first, disconnected ones included (spec 4.3). */
-  async agents(): Promise<AccountAgent[]> {
-    const answer = await this.transport.json<{ agents: AccountAgent[] }>({
+  async agents(): Promise<ListedAgent[]> {
+    const answer = await this.transport.json<AgentList>({
       method: "GET",
       url: "/v1/agents",
       idempotent: true,
@@ -367,7 +381,7 @@ export class HandoffClient {
 
   /** The account's API keys in use, oldest first (never the keys themselves). */
   async apiKeys(): Promise<ApiKeyInfo[]> {
-    const answer = await this.transport.json<{ api_keys: ApiKeyInfo[] }>({
+    const answer = await this.transport.json<ApiKeyList>({
       method: "GET",
       url: "/v1/api-keys",
       idempotent: true,
