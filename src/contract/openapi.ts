@@ -59,7 +59,10 @@ const RESPONSE_HEADERS: Record<ResponseHeader | "X-Request-Id", Json> = {
     description: "`attachment` with the file's name",
     schema: { type: "string" },
   },
-  "Cache-Control": alwaysSent("`no-store`: the answer changes as bytes arrive", text({ enum: ["no-store"] })),
+  "Cache-Control": alwaysSent(
+    "`no-store`: the answer changes as bytes arrive, or is a live event stream",
+    text({ enum: ["no-store"] }),
+  ),
   "Tus-Resumable": alwaysSent("The tus protocol version of this server", text({ enum: ["1.0.0"] })),
   "Tus-Version": alwaysSent("The tus protocol versions this server speaks", text({ enum: ["1.0.0"] })),
   "Tus-Extension": alwaysSent(

@@ -373,6 +373,7 @@ export const streamInbox = operation({
     200: reply({
       description: "An event stream that lasts until the client or the server closes it",
       raw: { "text/event-stream": "text" },
+      headers: ["Cache-Control"],
     }),
   },
   errors: [404, 406],

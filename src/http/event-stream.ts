@@ -87,7 +87,7 @@ export class EventStreams {
     reply
       .status(200)
       .header("content-type", `${EVENT_STREAM}; charset=utf-8`)
-      .header("cache-control", "no-cache")
+      .header("cache-control", "no-store")
       // nginx and its kin would otherwise hold the events back in a buffer.
       .header("x-accel-buffering", "no")
       .send(body);

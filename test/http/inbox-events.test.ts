@@ -78,7 +78,7 @@ describe.skipIf(!postgresServer)(titled("the inbox event stream", postgresSkipRe
     try {
       expect(reader.response.status).toBe(200);
       expect(reader.response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
-      expect(reader.response.headers.get("cache-control")).toBe("no-cache");
+      expect(reader.response.headers.get("cache-control")).toBe("no-store");
       // Counted once, as the inbox is, when it opens.
       expect(reader.response.headers.get("x-ratelimit-remaining")).toMatch(/^\d+$/);
       await reader.until((r) => r.text.startsWith(KEEP_ALIVE), "the opening keep-alive");

@@ -1963,7 +1963,7 @@ export interface components {
         "Content-Range": string;
         /** @description `attachment` with the file's name */
         "Content-Disposition": string;
-        /** @description `no-store`: the answer changes as bytes arrive */
+        /** @description `no-store`: the answer changes as bytes arrive, or is a live event stream */
         "Cache-Control": "no-store";
         /** @description The tus protocol version of this server */
         "Tus-Resumable": "1.0.0";
@@ -5835,6 +5835,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
