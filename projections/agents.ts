@@ -33,6 +33,7 @@ export const agentsProjection = categoryProjection<AgentEvent>({
           agent_id: slug,
           connection_status: "pending",
           created_at: registeredAt,
+          webhook_status: webhookUrl ? "active" : null,
           ...profileColumns({ name, description, webhookUrl, agentType, metadata }),
         });
         return;
@@ -45,8 +46,18 @@ export const agentsProjection = categoryProjection<AgentEvent>({
           key_version: event.data.keyVersion,
         });
         return;
-      case "AgentUpdated":
-        await trx("agents").where({ id }).update(profileColumns(event.data.changes));
+      case "AgentUpdated": {
+        const { changes } = event.data;
+        // Decisions 8.3: setting a webhook_url (again) enables it; clearing it leaves no status.
+        const status =
+          "webhookUrl" in changes ? { webhook_status: changes.webhookUrl ? "active" : null } : {};
+        await trx("agents")
+          .where({ id })
+          .update({ ...profileColumns(changes), ...status });
+        return;
+      }
+      case "WebhookDisabled":
+        await trx("agents").where({ id }).update({ webhook_status: "disabled" });
         return;
       case "AgentSeen":
         await trx("agents").where({ id }).update({ last_seen_at: event.data.at });

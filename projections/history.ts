@@ -62,16 +62,18 @@ function ownSubjects(event: RecordedEvent): Subjects {
       ? account(idOf(event.streamId))
       : category === "account_email"
         ? account(d.accountId)
-        : event.type === "DownloadRecorded"
-          ? agent(d.downloaderAgentId)
-          : event.type === "BroadcastRead"
-            ? agent(d.agentId)
-            : event.type === "PersonErased"
-              ? [
-                  ...(d as ErasureEvent["data"]).accountIds.flatMap(account),
-                  ...(d as ErasureEvent["data"]).transferIds.map((t) => `transfer:${t}`),
-                ]
-              : [];
+        : category === "webhook"
+          ? agent(idOf(event.streamId))
+          : event.type === "DownloadRecorded"
+            ? agent(d.downloaderAgentId)
+            : event.type === "BroadcastRead"
+              ? agent(d.agentId)
+              : event.type === "PersonErased"
+                ? [
+                    ...(d as ErasureEvent["data"]).accountIds.flatMap(account),
+                    ...(d as ErasureEvent["data"]).transferIds.map((t) => `transfer:${t}`),
+                  ]
+                : [];
   // An account always sees what it did itself.
   return [...byCategory, ...account(event.metadata.accountId)];
 }

@@ -11,6 +11,7 @@ import {
   webhookUrlSchema,
 } from "./common.js";
 import { operation } from "./operation.js";
+import { webhookSecret, webhookStatus } from "./webhooks.js";
 
 export const agentTypeSchema = z.enum(AGENT_TYPES);
 const connectionStatus = z.enum(["pending", "connected", "disconnected"]);
@@ -25,6 +26,7 @@ export const Agent = named(
     name: z.string().nullable(),
     description: z.string().nullable(),
     webhook_url: z.string().nullable(),
+    webhook_status: webhookStatus,
     agent_type: z.string(),
     connection_status: connectionStatus,
     public_key: publicKey.optional().describe("Absent while the agent is pending"),
@@ -59,10 +61,13 @@ export const UpdatedAgent = named(
     name: true,
     description: true,
     webhook_url: true,
+    webhook_status: true,
     agent_type: true,
     connection_status: true,
     metadata: true,
     created_at: true,
+  }).extend({
+    webhook_secret: webhookSecret.optional().describe("Only the first time a webhook_url is set"),
   }),
   { description: "An agent after a profile change" },
 );
@@ -107,6 +112,7 @@ export const RegisteredAgent = named(
     claim_code: z.string().nullable(),
     token_expires_at: timestamp.nullable(),
     inbox_url: z.string(),
+    webhook_secret: webhookSecret.optional().describe("With a webhook_url: its signing secret, shown once"),
     created_at: timestamp,
     message: z.string(),
   }),

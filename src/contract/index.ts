@@ -12,6 +12,7 @@ import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
 import { transferOperations } from "./transfers.js";
+import { webhookOperations } from "./webhooks.js";
 
 /**
  * Every operation of the public API, in the order the document lists them. Operations a server
@@ -24,6 +25,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...accountOperations,
   ...accountRecoveryOperations,
   ...agentOperations,
+  ...webhookOperations,
   ...directoryOperations,
   ...profileOperations,
   ...apiKeyOperations,

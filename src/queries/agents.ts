@@ -7,6 +7,7 @@ export interface AgentRow {
   name: string | null;
   description: string | null;
   webhook_url: string | null;
+  webhook_status: "active" | "disabled" | null;
   agent_type: string;
   connection_status: "pending" | "connected" | "disconnected";
   public_key: string | null;

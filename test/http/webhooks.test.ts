@@ -1,0 +1,300 @@
+import { Webhook } from "standardwebhooks";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
+import { postgresServer } from "../support/databases.js";
+import { closedPort, type Received, type Receiver, startReceiver } from "../support/webhook-receiver.js";
+import { advanceClock, expectError, registerAgent } from "./helpers.js";
+import { downloadOk, sendTransfer, waitUntil } from "./transfer-helpers.js";
+
+let t: TestApp;
+let receiver: Receiver;
+beforeAll(async () => {
+  t = await startTestApp({
+    database: postgresServer ? "postgres" : "pglite",
+    env: { WEBHOOKS_ALLOW_PRIVATE: "1" },
+    service: { webhookAttemptTimeoutMs: 500 },
+  });
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+  await t.close();
+});
+afterEach(() => {
+  receiver.answer = () => ({ status: 200 });
+});
+
+interface Delivery {
+  message_id: string;
+  type: string;
+  status: string;
+  attempts: { at: string; status_code: number | null; duration_ms: number; error: string | null }[];
+  next_attempt_at: string | null;
+}
+
+/** An account with two agents: alice (sender) and bob (recipient), each with a webhook on `url`. */
+async function hookedParties(url: string) {
+  const account = await t.newAccount("team");
+  const register = async (slug: string) => {
+    const res = await t.call("POST", "/v1/agents/register", {
+      key: account.apiKey,
+      body: {
+        agent_id: slug,
+        public_key: Buffer.alloc(32, 7).toString("base64"),
+        webhook_url: `${url}?agent=${slug}`,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json() as { id: string; agent_id: string; webhook_secret: string };
+  };
+  return { ...account, alice: await register("alice"), bob: await register("bob") };
+}
+
+async function deliveries(key: string, agentId: string, query = ""): Promise<Delivery[]> {
+  const res = await t.call("GET", `/v1/agents/${agentId}/webhook-deliveries${query}`, { key });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().deliveries;
+}
+
+/** The agent a message was sent for: the test's URLs name it (`?agent=`). */
+const agentOf = (r: Received) => new URL(r.url, "http://x").searchParams.get("agent");
+
+describe("setting a webhook (decisions 8.1)", () => {
+  it("answers the secret once, at the first URL; agents show the URL and its status", async () => {
+    const account = await t.newAccount();
+    const res = await t.call("POST", "/v1/agents/register", {
+      key: account.apiKey,
+      body: {
+        agent_id: "hooked",
+        public_key: Buffer.alloc(32, 1).toString("base64"),
+        webhook_url: receiver.url,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    const secret = res.json().webhook_secret as string;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice(6), "base64")).toHaveLength(32);
+    const id = res.json().id;
+
+    const shown = await t.call("GET", `/v1/agents/${id}`, { key: account.apiKey });
+    expect(shown.json()).toMatchObject({ webhook_url: receiver.url, webhook_status: "active" });
+    expect(shown.body).not.toContain(secret.slice(6));
+
+    const changed = await t.call("PATCH", `/v1/agents/${id}`, {
+      key: account.apiKey,
+      body: { webhook_url: `${receiver.url}/other` },
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    expect(changed.json()).toMatchObject({ webhook_url: `${receiver.url}/other`, webhook_status: "active" });
+    expect(changed.json()).not.toHaveProperty("webhook_secret");
+
+    const cleared = await t.call("PATCH", `/v1/agents/${id}`, {
+      key: account.apiKey,
+      body: { webhook_url: null },
+    });
+    expect(cleared.json()).toMatchObject({ webhook_url: null, webhook_status: null });
+
+    // An agent registered without a URL gets its secret with the first PATCH that sets one.
+    const plain = await registerAgent(t, account.apiKey, { agent_id: "plain" });
+    const listed = await t.call("GET", "/v1/agents", { key: account.apiKey });
+    expect(listed.json().agents.find((a: { id: string }) => a.id === plain.id)).toMatchObject({
+      webhook_url: null,
+      webhook_status: null,
+    });
+    const first = await t.call("PATCH", `/v1/agents/${plain.id}`, {
+      key: account.apiKey,
+      body: { webhook_url: receiver.url },
+    });
+    expect(first.json().webhook_secret).toMatch(/^whsec_/);
+  });
+
+  it("keeps every secret out of the log and the history", async () => {
+    const account = await t.newAccount();
+    const res = await t.call("POST", "/v1/agents/register", {
+      key: account.apiKey,
+      body: {
+        agent_id: "sealed",
+        public_key: Buffer.alloc(32, 2).toString("base64"),
+        webhook_url: receiver.url,
+      },
+    });
+    const { id, webhook_secret: secret } = res.json();
+    const rotated = await t.call("POST", `/v1/agents/${id}/webhook-secret`, { key: account.apiKey });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    const newer = rotated.json().webhook_secret;
+    expect(newer).toMatch(/^whsec_/);
+    expect(newer).not.toBe(secret);
+    const log = JSON.stringify(await t.service.store.readAll(null, 100_000));
+    for (const value of [secret, newer]) {
+      expect(log).not.toContain(value.slice(6));
+      expect(log).not.toContain(value.slice(6, 30));
+    }
+    const stored = JSON.stringify(await t.service.db("webhook_endpoints").where({ agent_id: id }));
+    expect(stored).not.toContain(newer.slice(6, 30));
+  });
+
+  it("refuses another account's agent with 404, and a rotation or test without a URL with 409", async () => {
+    const owner = await t.newAccount();
+    const other = await t.newAccount();
+    const agent = await registerAgent(t, owner.apiKey, { agent_id: "mine" });
+    for (const [method, path] of [
+      ["POST", "webhook-secret"],
+      ["POST", "webhook-test"],
+      ["GET", "webhook-deliveries"],
+      ["POST", "webhook-deliveries/msg_0/redeliver"],
+    ] as const) {
+      expectError(
+        await t.call(method, `/v1/agents/${agent.id}/${path}`, { key: other.apiKey }),
+        404,
+        "NOT_FOUND",
+      );
+    }
+    expectError(
+      await t.call("POST", `/v1/agents/${agent.id}/webhook-secret`, { key: owner.apiKey }),
+      409,
+      "CONFLICT",
+    );
+    expectError(
+      await t.call("POST", `/v1/agents/${agent.id}/webhook-test`, { key: owner.apiKey }),
+      409,
+      "CONFLICT",
+    );
+    expectError(
+      await t.call("POST", `/v1/agents/${agent.id}/webhook-deliveries/msg_0/redeliver`, {
+        key: owner.apiKey,
+      }),
+      404,
+      "NOT_FOUND",
+    );
+  });
+});
+
+describe("delivery (decisions 8.2–8.3)", () => {
+  it("signs every message so the standardwebhooks library verifies it, in log order per agent", async () => {
+    const p = await hookedParties(receiver.url);
+    const start = receiver.received.length;
+    const sent = [];
+    for (let i = 0; i < 3; i++) sent.push(await sendTransfer(t, p.apiKey, undefined, { message: `n${i}` }));
+    await downloadOk(t, p.apiKey, sent[0]?.id ?? "", "bob");
+    const broadcast = await t.call("POST", "/v1/admin/broadcasts", {
+      key: ADMIN_TOKEN,
+      body: { title: "Maintenance", content: "Secret plan", severity: "info", agent_ids: [p.bob.id] },
+    });
+    expect(broadcast.statusCode, broadcast.body).toBe(201);
+    const test = await t.call("POST", `/v1/agents/${p.alice.id}/webhook-test`, { key: p.apiKey });
+    expect(test.statusCode, test.body).toBe(202);
+
+    await waitUntil(() => receiver.received.length - start >= 6, "six messages arrived", 15_000);
+    const mine = receiver.received.slice(start);
+    const toBob = mine.filter((r) => agentOf(r) === "bob");
+    const toAlice = mine.filter((r) => agentOf(r) === "alice");
+    for (const [list, secret] of [
+      [toBob, p.bob.webhook_secret],
+      [toAlice, p.alice.webhook_secret],
+    ] as const) {
+      for (const r of list) {
+        expect(r.headers["content-type"]).toBe("application/json");
+        const verified = new Webhook(secret).verify(r.body, r.headers as Record<string, string>);
+        expect(verified).toEqual(JSON.parse(r.body));
+      }
+    }
+    const bobMessages = toBob.map((r) => JSON.parse(r.body));
+    expect(bobMessages.map((m) => m.type)).toEqual([
+      "transfer.received",
+      "transfer.received",
+      "transfer.received",
+      "broadcast.published",
+    ]);
+    expect(bobMessages.slice(0, 3).map((m) => m.data.message)).toEqual(["n0", "n1", "n2"]);
+    expect(bobMessages[0].data).toMatchObject({
+      id: sent[0]?.id,
+      sender: "alice",
+      recipient: "bob",
+      status: "active",
+    });
+    expect(bobMessages[3].data).toMatchObject({ title: "Maintenance", severity: "info", agent_count: 1 });
+    expect(bobMessages[3].data).not.toHaveProperty("content");
+    const aliceMessages = toAlice.map((r) => JSON.parse(r.body));
+    expect(aliceMessages.map((m) => m.type).sort()).toEqual(["transfer.downloaded", "webhook.test"]);
+    expect(aliceMessages.find((m) => m.type === "transfer.downloaded").data).toEqual({
+      transfer_id: sent[0]?.id,
+      downloads: 1,
+      max_downloads: sent[0]?.max_downloads,
+      downloaded_by: "bob",
+    });
+    const testMessage = toAlice.find((r) => JSON.parse(r.body).type === "webhook.test");
+    expect(testMessage?.headers["webhook-id"]).toBe(test.json().message_id);
+
+    // The delivery log, newest first, and every attempt in the agent's history and the audit feed.
+    const log = await deliveries(p.apiKey, p.bob.id);
+    expect(log.map((d) => d.type)).toEqual([
+      "broadcast.published",
+      "transfer.received",
+      "transfer.received",
+      "transfer.received",
+    ]);
+    for (const d of log) {
+      expect(d.status).toBe("delivered");
+      expect(d.attempts).toHaveLength(1);
+      expect(d.attempts[0]).toMatchObject({ status_code: 200, error: null });
+      expect(d.next_attempt_at).toBeNull();
+    }
+    const page = await t.call("GET", `/v1/agents/${p.bob.id}/webhook-deliveries?limit=3`, { key: p.apiKey });
+    expect(page.json()).toMatchObject({ has_more: true });
+    const rest = await deliveries(p.apiKey, p.bob.id, `?limit=3&cursor=${page.json().next_cursor}`);
+    expect(rest.map((d) => d.message_id)).toEqual([log[3]?.message_id]);
+
+    await waitUntil(async () => {
+      const history = await t.call("GET", `/v1/agents/${p.bob.id}/history`, { key: p.apiKey });
+      const attempts = history.json().entries.filter((e: { type: string }) => e.type === "WebhookAttempted");
+      return attempts.length === 4;
+    }, "the history shows the four attempts");
+    const history = (await t.call("GET", `/v1/agents/${p.bob.id}/history`, { key: p.apiKey })).json();
+    const attempted = history.entries.filter((e: { type: string }) => e.type === "WebhookAttempted");
+    expect(attempted.map((e: { data: { messageId: string } }) => e.data.messageId).sort()).toEqual(
+      log.map((d) => d.message_id).sort(),
+    );
+    const audit = (
+      await t.call("GET", "/v1/audit?type=WebhookAttempted&limit=100", { key: p.apiKey })
+    ).json();
+    expect(JSON.stringify(audit)).toContain(log[0]?.message_id);
+  });
+
+  it("sends an urgent broadcast's content", async () => {
+    const p = await hookedParties(receiver.url);
+    const start = receiver.received.length;
+    await t.call("POST", "/v1/admin/broadcasts", {
+      key: ADMIN_TOKEN,
+      body: { title: "Rotate keys", content: "Do it now", severity: "critical", agent_ids: [p.alice.id] },
+    });
+    await waitUntil(() => receiver.received.length > start, "the broadcast arrived");
+    expect(JSON.parse(receiver.received[start]?.body ?? "{}").data).toMatchObject({ content: "Do it now" });
+  });
+
+  it("signs with both secrets for 24 hours after a rotation, then with the new one only", async () => {
+    const p = await hookedParties(receiver.url);
+    const old = p.alice.webhook_secret;
+    const rotated = await t.call("POST", `/v1/agents/${p.alice.id}/webhook-secret`, { key: p.apiKey });
+    const fresh = rotated.json().webhook_secret as string;
+    const signaturesOf = async () => {
+      const test = await t.call("POST", `/v1/agents/${p.alice.id}/webhook-test`, { key: p.apiKey });
+      // Other messages come too as the clock moves (the earlier tests' transfers expire).
+      const find = () => receiver.received.find((r) => r.headers["webhook-id"] === test.json().message_id);
+      await waitUntil(() => find() !== undefined, "the test message arrived");
+      const r = find();
+      if (!r) throw new Error("no message");
+      const id = String(r.headers["webhook-id"]);
+      const timestamp = new Date(Number(r.headers["webhook-timestamp"]) * 1000);
+      const expected = (secret: string) => new Webhook(secret).sign(id, timestamp, r.body);
+      return { header: String(r.headers["webhook-signature"]).split(" "), expected };
+    };
+    const during = await signaturesOf();
+    expect(during.header).toEqual([during.expected(fresh), during.expected(old)]);
+    await advanceClock(t, 23 * 3600);
+    const late = await signaturesOf();
+    expect(late.header).toEqual([late.expected(fresh), late.expected(old)]);
+    await advanceClock(t, 3600);
+    const after = await signaturesOf();
+    expect(after.header).toEqual([after.expected(fresh)]);
+  });
+});
