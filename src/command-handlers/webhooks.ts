@@ -9,7 +9,7 @@ import type {
   WebhookEvent,
   WebhookMessageType,
 } from "../../domain/webhook.js";
-import { redeliver } from "../db/webhook-messages.js";
+import { forgetFailures, redeliver } from "../db/webhook-messages.js";
 import { ANY } from "../eventstore/port.js";
 import { digestsEqual } from "../security/secrets.js";
 import { checkWebhookUrl, ForbiddenWebhookUrl, type WebhookPolicy } from "../security/webhook-addresses.js";
@@ -68,7 +68,9 @@ export async function updateAgentWithWebhook(
 ) {
   await checkUrl(deps, changes.webhookUrl);
   const result = await updateAgent(deps, accountId, agentId, changes, actor);
-  const webhookSecret = changes.webhookUrl ? await deps.webhookSecrets.issue(agentId) : null;
+  if (!changes.webhookUrl) return { ...result, webhookSecret: null };
+  await forgetFailures(deps.db, agentId);
+  const webhookSecret = await deps.webhookSecrets.issue(agentId);
   return { ...result, webhookSecret };
 }
 

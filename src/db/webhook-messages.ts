@@ -184,3 +184,8 @@ export async function noteEndpointResult(
   const since = rows[0]?.failing_since;
   return since ? new Date(since) : null;
 }
+
+/** Decisions 8.3: a URL set again starts the endpoint afresh, its failing days forgotten. */
+export async function forgetFailures(db: Knex, agentId: string): Promise<void> {
+  await db("webhook_endpoints").where({ agent_id: agentId }).update({ failing_since: null });
+}

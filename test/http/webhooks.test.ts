@@ -2,7 +2,13 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
 import { postgresServer } from "../support/databases.js";
-import { closedPort, type Received, type Receiver, startReceiver } from "../support/webhook-receiver.js";
+import {
+  type Answer,
+  closedPort,
+  type Received,
+  type Receiver,
+  startReceiver,
+} from "../support/webhook-receiver.js";
 import { advanceClock, expectError, registerAgent } from "./helpers.js";
 import { downloadOk, sendTransfer, waitUntil } from "./transfer-helpers.js";
 
@@ -15,14 +21,27 @@ beforeAll(async () => {
     service: { webhookAttemptTimeoutMs: 500 },
   });
   receiver = await startReceiver();
+  receiver.answer = answerByCase;
 });
 afterAll(async () => {
   await receiver.close();
   await t.close();
 });
 afterEach(() => {
-  receiver.answer = () => ({ status: 200 });
+  receiver.answer = answerByCase;
 });
+
+/** A second receiver: where the redirecting case points, which must never be reached. */
+let elsewhere: Receiver;
+
+/** The receiver answers by the `case` its URL names: 500, no answer, a redirect, else 200. */
+function answerByCase(r: Received): Answer {
+  const which = new URL(r.url, "http://x").searchParams.get("case");
+  if (which === "500") return { status: 500 };
+  if (which === "hang") return "hang";
+  if (which === "redirect") return { status: 302, headers: { location: `${elsewhere.url}?stolen=1` } };
+  return { status: 200 };
+}
 
 interface Delivery {
   message_id: string;
@@ -296,5 +315,143 @@ describe("delivery (decisions 8.2–8.3)", () => {
     await advanceClock(t, 3600);
     const after = await signaturesOf();
     expect(after.header).toEqual([after.expected(fresh)]);
+  });
+});
+
+/** One agent on a fresh account whose webhook URL names a `case` the receiver answers by. */
+async function hookedAgent(url: string) {
+  const account = await t.newAccount();
+  const agent = await registerAgent(t, account.apiKey, { agent_id: "hooked", webhook_url: url });
+  return { key: account.apiKey, id: agent.id };
+}
+
+async function requestTest(agent: { key: string; id: string }): Promise<string> {
+  const res = await t.call("POST", `/v1/agents/${agent.id}/webhook-test`, { key: agent.key });
+  expect(res.statusCode, res.body).toBe(202);
+  return res.json().message_id;
+}
+
+/** The message's entry in the delivery log once it has `attempts` attempts. */
+async function afterAttempts(agent: { key: string; id: string }, messageId: string, attempts: number) {
+  let found: Delivery | undefined;
+  await waitUntil(
+    async () => {
+      found = (await deliveries(agent.key, agent.id)).find((d) => d.message_id === messageId);
+      return (
+        (found !== undefined && found.attempts.length >= attempts && found.status !== "pending") ||
+        ((found?.attempts.length ?? 0) >= attempts && found?.next_attempt_at !== null)
+      );
+      // A loaded machine (two cores for the whole suite) can take seconds after a 3-day clock jump.
+    },
+    `attempt ${attempts} of ${messageId} was recorded`,
+    20_000,
+  );
+  expect(found?.attempts).toHaveLength(attempts);
+  return found as Delivery;
+}
+
+describe("retries on the service clock (decisions 8.3)", () => {
+  const SCHEDULE_S = [5, 60, 300, 1800, 7200, 21600, 43200];
+
+  beforeAll(async () => {
+    elsewhere = await startReceiver();
+  });
+  afterAll(async () => elsewhere.close());
+  it("retries a 500 after 5 s, 1 min, 5 min, 30 min, 2 h, 6 h and 12 h, then fails; a redelivery is one more", async () => {
+    const agent = await hookedAgent(`${receiver.url}?case=500`);
+    const messageId = await requestTest(agent);
+    let delivery = await afterAttempts(agent, messageId, 1);
+    expect(delivery).toMatchObject({ status: "pending", type: "webhook.test" });
+    expect(delivery.attempts[0]).toMatchObject({ status_code: 500, error: "answered 500" });
+    for (const [i, seconds] of SCHEDULE_S.entries()) {
+      const due = Date.parse(delivery.next_attempt_at ?? "");
+      const last = Date.parse(delivery.attempts.at(-1)?.at ?? "");
+      expect(due - last).toBeGreaterThanOrEqual(seconds * 1000);
+      expect(due - last).toBeLessThan(seconds * 1000 + 2000);
+      // Not a moment early: a second before it is due, nothing is sent.
+      await advanceClock(t, seconds - 1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await deliveries(agent.key, agent.id))[0]?.attempts).toHaveLength(i + 1);
+      await advanceClock(t, 1);
+      delivery = await afterAttempts(agent, messageId, i + 2);
+    }
+    expect(delivery).toMatchObject({ status: "failed", next_attempt_at: null });
+    expect(receiver.received.filter((r) => r.headers["webhook-id"] === messageId)).toHaveLength(8);
+    // Same id and body on every attempt.
+    const bodies = new Set(
+      receiver.received.filter((r) => r.headers["webhook-id"] === messageId).map((r) => r.body),
+    );
+    expect(bodies.size).toBe(1);
+
+    receiver.answer = () => ({ status: 204 });
+    const again = await t.call("POST", `/v1/agents/${agent.id}/webhook-deliveries/${messageId}/redeliver`, {
+      key: agent.key,
+    });
+    expect(again.statusCode, again.body).toBe(202);
+    expect(again.json()).toMatchObject({ message_id: messageId, status: "pending" });
+    await waitUntil(
+      async () => (await deliveries(agent.key, agent.id))[0]?.status === "delivered",
+      "redelivered",
+    );
+    const done = (await deliveries(agent.key, agent.id))[0];
+    expect(done?.attempts).toHaveLength(9);
+    expect(done?.attempts[8]).toMatchObject({ status_code: 204, error: null });
+  });
+
+  it("retries a time-out, a refused connection and a redirect (never followed) on the same schedule", async () => {
+    const port = await closedPort();
+    const cases = [
+      { url: `${receiver.url}?case=hang`, error: /^no answer within/, status: null },
+      { url: `http://127.0.0.1:${port}/hook`, error: /ECONNREFUSED/, status: null },
+      { url: `${receiver.url}?case=redirect`, error: /^redirect to .* not followed$/, status: 302 },
+    ];
+    const agents = await Promise.all(cases.map((c) => hookedAgent(c.url)));
+    const ids = await Promise.all(agents.map(requestTest));
+    for (const [i, c] of cases.entries()) {
+      const agent = agents[i] as { key: string; id: string };
+      const delivery = await afterAttempts(agent, ids[i] as string, 1);
+      expect(delivery.status).toBe("pending");
+      expect(delivery.attempts[0]?.status_code).toBe(c.status);
+      expect(delivery.attempts[0]?.error).toMatch(c.error);
+      expect(
+        Date.parse(delivery.next_attempt_at ?? "") - Date.parse(delivery.attempts[0]?.at ?? ""),
+      ).toBeGreaterThanOrEqual(5000);
+    }
+    await advanceClock(t, 5);
+    for (const [i, c] of cases.entries()) {
+      const delivery = await afterAttempts(agents[i] as { key: string; id: string }, ids[i] as string, 2);
+      expect(delivery.attempts[1]?.error).toMatch(c.error);
+      const gap = Date.parse(delivery.next_attempt_at ?? "") - Date.parse(delivery.attempts[1]?.at ?? "");
+      expect(gap).toBeGreaterThanOrEqual(60_000);
+      expect(gap).toBeLessThan(62_000);
+    }
+    expect(elsewhere.received, "the redirect was never followed").toEqual([]);
+  });
+
+  it("disables an endpoint whose messages failed for 3 days in a row; a PATCH with a URL enables it", async () => {
+    const agent = await hookedAgent(`${receiver.url}?case=500`);
+    const first = await requestTest(agent);
+    await afterAttempts(agent, first, 1);
+    // Three days on, the retry fails too: failing since then, the endpoint is disabled.
+    await advanceClock(t, 3 * 24 * 3600);
+    await afterAttempts(agent, first, 2);
+    await waitUntil(async () => {
+      const shown = await t.call("GET", `/v1/agents/${agent.id}`, { key: agent.key });
+      return shown.json().webhook_status === "disabled";
+    }, "the webhook is disabled");
+    expectError(
+      await t.call("POST", `/v1/agents/${agent.id}/webhook-test`, { key: agent.key }),
+      409,
+      "CONFLICT",
+    );
+    const history = (await t.call("GET", `/v1/agents/${agent.id}/history`, { key: agent.key })).json();
+    expect(history.entries.map((e: { type: string }) => e.type)).toContain("WebhookDisabled");
+    const enabled = await t.call("PATCH", `/v1/agents/${agent.id}`, {
+      key: agent.key,
+      body: { webhook_url: `${receiver.url}?case=ok` },
+    });
+    expect(enabled.json()).toMatchObject({ webhook_status: "active" });
+    expect(enabled.json()).not.toHaveProperty("webhook_secret");
+    await afterAttempts(agent, await requestTest(agent), 1);
   });
 });
