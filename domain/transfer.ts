@@ -182,8 +182,23 @@ export interface TransferContext {
 /** States that end by time: past `expires_at` each of them reads as expired. */
 export const EXPIRING_STATUSES: TransferStatus[] = ["pending", "pending_recipient", "active", "downloaded"];
 
-function expired(transfer: Transfer, now: string): boolean {
-  return Date.parse(now) >= Date.parse(transfer.record.expiresAt);
+/**
+ * A transfer's status at `now`: the one rule of time, which the decider, the housekeeper, the
+ * queries, the presenters, the file links and the mail all use (decisions 3.13). From `expires_at`
+ * on, a transfer stored as pending, held, active or downloaded is expired, whether or not its
+ * expiry has been recorded yet. Its SQL form, for queries that select by status, is
+ * src/queries/transfer-status.ts (tested against this function on the boundary).
+ */
+export function statusAt(status: TransferStatus, expiresAt: string, now: string): TransferStatus {
+  return EXPIRING_STATUSES.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
+}
+
+/** Whether a transfer's status at `now` is expired (statusAt). */
+export function expiredAt(
+  transfer: Pick<Transfer, "status"> & { record: Pick<TransferRecord, "expiresAt"> },
+  now: string,
+): boolean {
+  return statusAt(transfer.status, transfer.record.expiresAt, now) === "expired";
 }
 
 /** Why a transfer takes no more downloads (410 GONE): used up, or expired, and since when. */
@@ -192,11 +207,6 @@ function goneReason(transfer: Transfer): string {
   return transfer.status === "downloaded"
     ? `this transfer is used up: its ${maxDownloads} allowed download${maxDownloads === 1 ? " was" : "s were"} made`
     : `this transfer expired at ${expiresAt}`;
-}
-
-/** The status a reader sees at `now`: past `expires_at` it is expired, swept or not (decisions 3.13). */
-export function statusAt(status: TransferStatus, expiresAt: string, now: string): TransferStatus {
-  return EXPIRING_STATUSES.includes(status) && Date.parse(now) >= Date.parse(expiresAt) ? "expired" : status;
 }
 
 /** Bytes a transfer holds: the declared sizes of its files. */
@@ -285,7 +295,7 @@ function decide(
       if (command.by.accountId !== state.record.senderAccountId) {
         return refuse("NOT_FOUND", "no such transfer");
       }
-      if (expired(state, command.now)) return refuse("GONE", "this transfer has expired");
+      if (expiredAt(state, command.now)) return refuse("GONE", "this transfer has expired");
       if (state.status === "active") return [];
       if (state.status !== "pending") {
         return refuse("GONE", "this transfer has expired");
@@ -310,11 +320,12 @@ function decide(
       }
       if (
         (state.status === "pending" || state.status === "pending_recipient") &&
-        !expired(state, command.now)
+        !expiredAt(state, command.now)
       ) {
         return refuse("TRANSFER_PENDING", "this transfer is not ready for download yet");
       }
-      if (state.status !== "active" || expired(state, command.now)) return refuse("GONE", goneReason(state));
+      if (state.status !== "active" || expiredAt(state, command.now))
+        return refuse("GONE", goneReason(state));
       const downloads = state.downloads + 1;
       const recorded: TransferEvent = {
         type: "DownloadRecorded",
@@ -340,7 +351,7 @@ function decide(
       if (state.status !== "pending_recipient" || state.record.atRest === null) {
         return refuse("CONFLICT", "this transfer is not held for a person");
       }
-      if (expired(state, command.now)) return refuse("GONE", "this transfer has expired");
+      if (expiredAt(state, command.now)) return refuse("GONE", "this transfer has expired");
       return [
         {
           type: "ContentKeyWrapped",
@@ -351,7 +362,7 @@ function decide(
       ];
     }
     case "ExpireTransfer":
-      if (state.status === "expired" || !expired(state, command.now)) return [];
+      if (state.status === "expired" || !expiredAt(state, command.now)) return [];
       return [{ type: "TransferExpired", data: { at: command.now } }];
     case "DeleteTransfer":
       if (!isParty(state, command.by.accountId)) return refuse("NOT_FOUND", "no such transfer");

@@ -4,12 +4,13 @@ import { apiKeyDecider } from "../../domain/api-key.js";
 import { DomainError } from "../../domain/decider.js";
 import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
-import { type EventStore, type ExpectedVersion, NO_STREAM } from "../eventstore/port.js";
+import type { EventStore, ExpectedVersion } from "../eventstore/port.js";
 import { normalEmail } from "../privacy/personal-data.js";
 import { sha256Hex } from "../security/secrets.js";
 import { mintApiKey } from "./api-keys.js";
 import type { CommandDeps } from "./deps.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { handle } from "./handle.js";
+import { type Actor, accepted, load } from "./streams.js";
 
 /**
  * The display name of an account created without one: the e-mail's local part. Never the whole
@@ -24,8 +25,14 @@ export function legacyClaimStream(email: string): string {
   return streams.accountEmail(sha256Hex(normalEmail(email)));
 }
 
+/** An address's claim stream folds to its claims, in order: what claimEmail and releaseEmail decide on. */
+export const claimLog = {
+  initialState: (): EmailClaimEvent[] => [],
+  evolve: (claims: EmailClaimEvent[], claim: EmailClaimEvent) => [...claims, claim],
+};
+
 export async function readClaims(store: EventStore, streamId: string): Promise<EmailClaimEvent[]> {
-  return (await store.readStream(streamId)).map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent);
+  return (await load(store, claimLog, streamId)).state;
 }
 
 export interface NewAccount {
@@ -61,14 +68,9 @@ export async function claimAddress(
   if (emailTaken(await readClaims(store, legacyClaimStream(email)))) {
     throw new DomainError("ACCOUNT_EXISTS", "an account with this e-mail already exists");
   }
-  const streamId = streams.accountEmail(personId);
-  const recorded = await store.readStream(streamId);
-  const claims = recorded.map((e) => ({ type: e.type, data: e.data }) as EmailClaimEvent);
-  return {
-    streamId,
-    expected: recorded.at(-1)?.revision ?? NO_STREAM,
-    events: accepted(claimEmail(claims, accountId)),
-  };
+  const claims = await load(store, claimLog, streams.accountEmail(personId));
+  const { streamId, expected, state } = claims;
+  return { streamId, expected, events: accepted(claimEmail(state, accountId)) };
 }
 
 /** The account holding an address now, from its claim streams (the person's, then the legacy one). */
@@ -84,45 +86,35 @@ export async function accountHolding(deps: Pick<CommandDeps, "store" | "people">
 
 export async function createAccount(deps: CommandDeps, input: NewAccount, actor: Actor) {
   const { personId, email, name } = await sealedPerson(deps, input.email, input.name);
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
+  return handle(deps, {}, async (turn) => {
+    const now = turn.at();
     const accountId = randomUUID();
+    const creator = { ...actor, accountId };
     const claim = await claimAddress(deps.store, input.email, personId, accountId);
+    turn.record(claim, claim.events, creator);
 
     const limits = limitsOf(input.plan);
-    const account = { streamId: streams.account(accountId), expected: NO_STREAM } as const;
-    const created = accepted(
-      accountDecider.decide(
-        { type: "CreateAccount", accountId, email, name, personId, plan: input.plan, kind: "agent", now },
-        accountDecider.initialState(),
-        { limits },
-      ),
+    const account = turn.newStream(accountDecider, streams.account(accountId));
+    const created = turn.decide(
+      accountDecider,
+      account,
+      { type: "CreateAccount", accountId, email, name, personId, plan: input.plan, kind: "agent", now },
+      { limits },
+      creator,
     );
     const { issued, command } = mintApiKey(deps, accountId, "default", now);
-    const afterCreate = created.reduce(accountDecider.evolve, accountDecider.initialState());
-    const keyAdded = accepted(
-      accountDecider.decide({ type: "AddApiKey", keyId: issued.id }, afterCreate, { limits }),
-    );
-    const keyEvents = accepted(apiKeyDecider.decide(command, apiKeyDecider.initialState(), undefined));
-
-    const creator = { ...actor, accountId };
-    const position = await appendAll(deps.store, [
-      toAppend(claim, claim.events, creator, now),
-      toAppend(account, [...created, ...keyAdded], creator, now),
-      toAppend({ streamId: streams.apiKey(issued.id), expected: NO_STREAM }, keyEvents, creator, now),
-    ]);
-    return { position, accountId, apiKey: issued };
+    const afterCreate = { ...account, state: created.reduce(accountDecider.evolve, account.state) };
+    turn.decide(accountDecider, afterCreate, { type: "AddApiKey", keyId: issued.id }, { limits }, creator);
+    const key = turn.newStream(apiKeyDecider, streams.apiKey(issued.id));
+    turn.decide(apiKeyDecider, key, command, undefined, creator);
+    return { accountId, apiKey: issued };
   });
 }
 
 export async function changePlan(deps: CommandDeps, accountId: string, plan: string, actor: Actor) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const account = await load(deps.store, accountDecider, streams.account(accountId));
-    const events = accepted(
-      accountDecider.decide({ type: "ChangePlan", plan }, account.state, { limits: limitsOf(plan) }),
-    );
-    const position = await appendAll(deps.store, [toAppend(account, events, actor, now)]);
-    return { position };
+  return handle(deps, { actor }, async (turn) => {
+    const account = await turn.load(accountDecider, streams.account(accountId));
+    turn.decide(accountDecider, account, { type: "ChangePlan", plan }, { limits: limitsOf(plan) });
+    return {};
   });
 }

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { accountDecider } from "../../domain/account.js";
 import {
   type AgentKeys,
   type AgentProfile,
@@ -7,9 +6,7 @@ import {
   type ConnectionTicket,
 } from "../../domain/agent.js";
 import { DomainError } from "../../domain/decider.js";
-import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
-import { NO_STREAM } from "../eventstore/port.js";
 import {
   agentIdOfConnectionToken,
   digestsEqual,
@@ -17,8 +14,10 @@ import {
   newConnectionToken,
   sha256Hex,
 } from "../security/secrets.js";
+import { decideOnAccount } from "./account-stream.js";
 import type { CommandDeps } from "./deps.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { handle } from "./handle.js";
+import type { Actor } from "./streams.js";
 
 const CONNECTION_TOKEN_TTL_MS = 60 * 60 * 1000;
 
@@ -45,60 +44,49 @@ export async function registerAgent(
   input: AgentRegistration,
   actor: Actor,
 ) {
-  return deps.streamLock.run(streams.account(accountId), () =>
-    retryOnConflict(async () => {
-      const now = deps.clock.now();
-      const agentId = randomUUID();
-      const account = await load(deps.store, accountDecider, streams.account(accountId));
-      const reserved = accepted(
-        accountDecider.decide({ type: "ReserveAgentSlug", agentId, slug: input.slug }, account.state, {
-          limits: limitsOf(account.state.plan),
-        }),
-      );
-      const keyVersion = reserved.find((e) => e.type === "AgentSlugReserved")?.data.keyVersion ?? 1;
+  return handle(deps, { lock: streams.account(accountId) }, async (turn) => {
+    const now = turn.now();
+    const agentId = randomUUID();
+    const by = { ...actor, agentId };
+    const reserved = await decideOnAccount(
+      turn,
+      accountId,
+      { type: "ReserveAgentSlug", agentId, slug: input.slug },
+      by,
+    );
+    const keyVersion = reserved.find((e) => e.type === "AgentSlugReserved")?.data.keyVersion ?? 1;
 
-      let issued: IssuedConnectionToken | null = null;
-      let ticket: ConnectionTicket | null = null;
-      if (!input.keys) {
-        const connectionToken = newConnectionToken(agentId);
-        const tokenExpiresAt = new Date(now.getTime() + CONNECTION_TOKEN_TTL_MS).toISOString();
-        issued = { connectionToken, claimCode: newClaimCode(), tokenExpiresAt };
-        ticket = {
-          tokenHash: sha256Hex(connectionToken),
-          claimCode: issued.claimCode,
-          expiresAt: tokenExpiresAt,
-        };
-      }
-      const registered = accepted(
-        agentDecider.decide(
-          {
-            type: "RegisterAgent",
-            agentId,
-            accountId,
-            slug: input.slug,
-            profile: input.profile,
-            keyVersion,
-            keys: input.keys,
-            ticket,
-            now: now.toISOString(),
-          },
-          agentDecider.initialState(),
-          { digestsEqual },
-        ),
-      );
-      const stamp = now.toISOString();
-      const position = await appendAll(deps.store, [
-        toAppend(account, reserved, { ...actor, agentId }, stamp),
-        toAppend(
-          { streamId: streams.agent(agentId), expected: NO_STREAM },
-          registered,
-          { ...actor, agentId },
-          stamp,
-        ),
-      ]);
-      return { position, agentId, issued };
-    }),
-  );
+    let issued: IssuedConnectionToken | null = null;
+    let ticket: ConnectionTicket | null = null;
+    if (!input.keys) {
+      const connectionToken = newConnectionToken(agentId);
+      const tokenExpiresAt = new Date(now.getTime() + CONNECTION_TOKEN_TTL_MS).toISOString();
+      issued = { connectionToken, claimCode: newClaimCode(), tokenExpiresAt };
+      ticket = {
+        tokenHash: sha256Hex(connectionToken),
+        claimCode: issued.claimCode,
+        expiresAt: tokenExpiresAt,
+      };
+    }
+    turn.decide(
+      agentDecider,
+      turn.newStream(agentDecider, streams.agent(agentId)),
+      {
+        type: "RegisterAgent",
+        agentId,
+        accountId,
+        slug: input.slug,
+        profile: input.profile,
+        keyVersion,
+        keys: input.keys,
+        ticket,
+        now: turn.at(),
+      },
+      { digestsEqual },
+      by,
+    );
+    return { agentId, issued };
+  });
 }
 
 /** Completes the two-step flow. Any bad, expired or used token is the same 401. */
@@ -106,14 +94,8 @@ export async function connectAgent(deps: CommandDeps, token: string, keys: Agent
   const agentId = agentIdOfConnectionToken(token);
   if (!agentId)
     throw new DomainError("UNAUTHORIZED", "the connection token is invalid, expired or already used");
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
-    const events = accepted(
-      agentDecider.decide({ type: "ConnectAgent", tokenHash: sha256Hex(token), keys, now }, agent.state, {
-        digestsEqual,
-      }),
-    );
+  return handle(deps, {}, async (turn) => {
+    const agent = await turn.load(agentDecider, streams.agent(agentId));
     const actor: Actor = {
       kind: "connection_token",
       accountId: agent.state.accountId,
@@ -121,8 +103,14 @@ export async function connectAgent(deps: CommandDeps, token: string, keys: Agent
       agentId,
       requestId,
     };
-    const position = await appendAll(deps.store, [toAppend(agent, events, actor, now)]);
-    return { position, agentId, keyVersion: agent.state.keyVersion };
+    turn.decide(
+      agentDecider,
+      agent,
+      { type: "ConnectAgent", tokenHash: sha256Hex(token), keys, now: turn.at() },
+      { digestsEqual },
+      actor,
+    );
+    return { agentId, keyVersion: agent.state.keyVersion };
   });
 }
 
@@ -133,46 +121,33 @@ export async function updateAgent(
   changes: Partial<AgentProfile>,
   actor: Actor,
 ) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
-    const events = accepted(
-      agentDecider.decide({ type: "UpdateAgent", accountId, changes }, agent.state, { digestsEqual }),
-    );
-    const position = await appendAll(deps.store, [toAppend(agent, events, { ...actor, agentId }, now)]);
-    return { position };
+  return handle(deps, { actor: { ...actor, agentId } }, async (turn) => {
+    const agent = await turn.load(agentDecider, streams.agent(agentId));
+    turn.decide(agentDecider, agent, { type: "UpdateAgent", accountId, changes }, { digestsEqual });
+    return {};
   });
 }
 
 /** Disconnects an agent and frees its slug for a re-registration with the next key version. */
 export async function disconnectAgent(deps: CommandDeps, accountId: string, agentId: string, actor: Actor) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
-    const events = accepted(
-      agentDecider.decide({ type: "DisconnectAgent", accountId, now }, agent.state, { digestsEqual }),
+  return handle(deps, { actor: { ...actor, agentId } }, async (turn) => {
+    const agent = await turn.load(agentDecider, streams.agent(agentId));
+    turn.decide(
+      agentDecider,
+      agent,
+      { type: "DisconnectAgent", accountId, now: turn.at() },
+      { digestsEqual },
     );
-    const account = await load(deps.store, accountDecider, streams.account(accountId));
-    const released = accepted(
-      accountDecider.decide({ type: "ReleaseAgentSlug", agentId }, account.state, {
-        limits: limitsOf(account.state.plan),
-      }),
-    );
-    const position = await appendAll(deps.store, [
-      toAppend(agent, events, { ...actor, agentId }, now),
-      toAppend(account, released, { ...actor, agentId }, now),
-    ]);
-    return { position };
+    await decideOnAccount(turn, accountId, { type: "ReleaseAgentSlug", agentId });
+    return {};
   });
 }
 
 /** Records that an agent was active now (throttled by the decider to once a minute). */
 export async function recordSeen(deps: CommandDeps, agentId: string, by: Actor) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
-    const events = accepted(agentDecider.decide({ type: "RecordSeen", now }, agent.state, { digestsEqual }));
-    const actor: Actor = { ...by, agentId };
-    return { position: await appendAll(deps.store, [toAppend(agent, events, actor, now)]) };
+  return handle(deps, { actor: { ...by, agentId } }, async (turn) => {
+    const agent = await turn.load(agentDecider, streams.agent(agentId));
+    turn.decide(agentDecider, agent, { type: "RecordSeen", now: turn.at() }, { digestsEqual });
+    return {};
   });
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { accountDecider } from "../../domain/account.js";
 import { apiKeyDecider } from "../../domain/api-key.js";
-import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
 import { newApiKey, seal, sha256Hex } from "../security/secrets.js";
+import { decideOnAccount } from "./account-stream.js";
 import type { CommandDeps } from "./deps.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { handle } from "./handle.js";
+import type { Actor } from "./streams.js";
 
 export interface IssuedApiKey {
   id: string;
@@ -31,42 +31,19 @@ export function mintApiKey(deps: CommandDeps, accountId: string, name: string, n
 }
 
 export async function createApiKey(deps: CommandDeps, accountId: string, name: string, actor: Actor) {
-  return deps.streamLock.run(streams.account(accountId), () =>
-    retryOnConflict(async () => {
-      const now = deps.clock.now().toISOString();
-      const account = await load(deps.store, accountDecider, streams.account(accountId));
-      const { issued, command } = mintApiKey(deps, accountId, name, now);
-      const limits = limitsOf(account.state.plan);
-      const accountEvents = accepted(
-        accountDecider.decide({ type: "AddApiKey", keyId: issued.id }, account.state, { limits }),
-      );
-      const keyStream = { streamId: streams.apiKey(issued.id), expected: "no_stream" as const };
-      const keyEvents = accepted(apiKeyDecider.decide(command, apiKeyDecider.initialState(), undefined));
-      const position = await appendAll(deps.store, [
-        toAppend(account, accountEvents, actor, now),
-        toAppend(keyStream, keyEvents, actor, now),
-      ]);
-      return { position, apiKey: issued };
-    }),
-  );
+  return handle(deps, { actor, lock: streams.account(accountId) }, async (turn) => {
+    const { issued, command } = mintApiKey(deps, accountId, name, turn.at());
+    await decideOnAccount(turn, accountId, { type: "AddApiKey", keyId: issued.id });
+    turn.decide(apiKeyDecider, turn.newStream(apiKeyDecider, streams.apiKey(issued.id)), command, undefined);
+    return { apiKey: issued };
+  });
 }
 
 export async function revokeApiKey(deps: CommandDeps, accountId: string, keyId: string, actor: Actor) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const key = await load(deps.store, apiKeyDecider, streams.apiKey(keyId));
-    const keyEvents = accepted(
-      apiKeyDecider.decide({ type: "RevokeApiKey", accountId, now }, key.state, undefined),
-    );
-    const account = await load(deps.store, accountDecider, streams.account(accountId));
-    const limits = limitsOf(account.state.plan);
-    const accountEvents = accepted(
-      accountDecider.decide({ type: "RemoveApiKey", keyId }, account.state, { limits }),
-    );
-    const position = await appendAll(deps.store, [
-      toAppend(key, keyEvents, actor, now),
-      toAppend(account, accountEvents, actor, now),
-    ]);
-    return { position };
+  return handle(deps, { actor }, async (turn) => {
+    const key = await turn.load(apiKeyDecider, streams.apiKey(keyId));
+    turn.decide(apiKeyDecider, key, { type: "RevokeApiKey", accountId, now: turn.at() }, undefined);
+    await decideOnAccount(turn, accountId, { type: "RemoveApiKey", keyId });
+    return {};
   });
 }

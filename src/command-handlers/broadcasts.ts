@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { type BroadcastMessage, broadcastDecider } from "../../domain/broadcast.js";
 import { streams } from "../../domain/streams.js";
 import type { CommandDeps } from "./deps.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { handle } from "./handle.js";
+import type { Actor } from "./streams.js";
 
 /**
  * Publishes a broadcast to the agents the caller resolved (every live agent, or the ones named):
@@ -14,19 +15,16 @@ export async function publishBroadcast(
   agentIds: string[],
   actor: Actor,
 ) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
+  return handle(deps, { actor }, async (turn) => {
     const broadcastId = randomUUID();
-    const broadcast = await load(deps.store, broadcastDecider, streams.broadcast(broadcastId));
-    const events = accepted(
-      broadcastDecider.decide(
-        { type: "PublishBroadcast", broadcastId, ...message, agentIds, now },
-        broadcast.state,
-        undefined,
-      ),
+    const broadcast = await turn.load(broadcastDecider, streams.broadcast(broadcastId));
+    turn.decide(
+      broadcastDecider,
+      broadcast,
+      { type: "PublishBroadcast", broadcastId, ...message, agentIds, now: turn.at() },
+      undefined,
     );
-    const position = await appendAll(deps.store, [toAppend(broadcast, events, actor, now)]);
-    return { position, broadcastId };
+    return { broadcastId };
   });
 }
 
@@ -37,13 +35,14 @@ export async function markBroadcastRead(
   agentId: string,
   actor: Actor,
 ) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const broadcast = await load(deps.store, broadcastDecider, streams.broadcast(broadcastId));
-    const events = accepted(
-      broadcastDecider.decide({ type: "MarkBroadcastRead", agentId, now }, broadcast.state, undefined),
+  return handle(deps, { actor: { ...actor, agentId } }, async (turn) => {
+    const broadcast = await turn.load(broadcastDecider, streams.broadcast(broadcastId));
+    turn.decide(
+      broadcastDecider,
+      broadcast,
+      { type: "MarkBroadcastRead", agentId, now: turn.at() },
+      undefined,
     );
-    const position = await appendAll(deps.store, [toAppend(broadcast, events, { ...actor, agentId }, now)]);
-    return { position };
+    return {};
   });
 }

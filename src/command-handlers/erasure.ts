@@ -4,15 +4,16 @@ import { type AccountEvent, accountDecider, releaseEmail } from "../../domain/ac
 import { DomainError } from "../../domain/decider.js";
 import type { ErasureEvent } from "../../domain/erasure.js";
 import { ERASED } from "../../domain/personal-data.js";
-import { limitsOf } from "../../domain/plans/catalog.js";
 import { streams } from "../../domain/streams.js";
 import { forgetStoredAnswers } from "../db/stored-answers.js";
-import { NO_STREAM, type Position, type StreamAppend } from "../eventstore/port.js";
+import { NO_STREAM, type Position } from "../eventstore/port.js";
 import type { Mailer } from "../mail/mailer.js";
 import { normalEmail } from "../privacy/personal-data.js";
-import { legacyClaimStream, readClaims } from "./accounts.js";
+import { decideOnAccount } from "./account-stream.js";
+import { claimLog, legacyClaimStream } from "./accounts.js";
 import type { CommandDeps } from "./deps.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, toAppend } from "./streams.js";
+import { handle } from "./handle.js";
+import { type Actor, load } from "./streams.js";
 
 /** What an erasure reaches beyond the log: the read models' database and the outgoing mail. */
 export interface ErasureDeps extends CommandDeps {
@@ -80,23 +81,13 @@ async function erase(deps: ErasureDeps, subject: Subject, actor: Actor): Promise
   // A person whose account predates sealing may since have been sealed as a recipient.
   const personId = subject.personId ?? (subject.email ? await deps.people.findPerson(subject.email) : null);
   const transfers = await namingTransfers(deps.db, personId, subject.email);
-  const { position, erasedAt } = await retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const appends: StreamAppend[] = [];
+  const { position, erasedAt } = await handle(deps, { actor }, async (turn) => {
+    const now = turn.at();
     if (subject.accountId) {
-      const account = await load(deps.store, accountDecider, streams.account(subject.accountId));
-      const limits = limitsOf(account.state.plan);
-      const erased = accepted(
-        accountDecider.decide({ type: "EraseAccount", erasureId, now }, account.state, { limits }),
-      );
-      appends.push(toAppend(account, erased, actor, now));
+      await decideOnAccount(turn, subject.accountId, { type: "EraseAccount", erasureId, now });
       for (const claimStream of claimStreams(subject)) {
-        const claims = await readClaims(deps.store, claimStream);
-        const released = releaseEmail(claims, subject.accountId);
-        const last = (await deps.store.readStream(claimStream)).at(-1);
-        appends.push(
-          toAppend({ streamId: claimStream, expected: last?.revision ?? NO_STREAM }, released, actor, now),
-        );
+        const claims = await turn.load(claimLog, claimStream);
+        turn.record(claims, releaseEmail(claims.state, subject.accountId));
       }
     }
     const accountIds = [
@@ -116,10 +107,8 @@ async function erase(deps: ErasureDeps, subject: Subject, actor: Actor): Promise
         at: now,
       },
     };
-    appends.push(
-      toAppend({ streamId: streams.erasure(erasureId), expected: NO_STREAM }, [event], actor, now),
-    );
-    return { position: await appendAll(deps.store, appends), erasedAt: now };
+    turn.record({ streamId: streams.erasure(erasureId), expected: NO_STREAM }, [event]);
+    return { erasedAt: now };
   });
   // The event first, then the key: should destroying it fail, erasing again finishes the job.
   if (personId) await deps.people.erase(personId);

@@ -12,7 +12,6 @@ import {
 import { DEFAULT_PLAN, limitsOf } from "../../domain/plans/catalog.js";
 import { sessionDecider } from "../../domain/session.js";
 import { streams } from "../../domain/streams.js";
-import { NO_STREAM } from "../eventstore/port.js";
 import { normalEmail } from "../privacy/personal-data.js";
 import { findAccount } from "../queries/accounts.js";
 import type { RateLimitCounter } from "../rate-limits/counter.js";
@@ -21,7 +20,8 @@ import type { HumanTokens } from "../security/human-tokens.js";
 import { burnPasswordCheck, hashPassword, passwordMatches } from "../security/passwords.js";
 import { sha256Hex } from "../security/secrets.js";
 import { accountHolding, claimAddress, defaultAccountName, sealedPerson } from "./accounts.js";
-import { type Actor, accepted, appendAll, type Loaded, load, retryOnConflict, toAppend } from "./streams.js";
+import { handle } from "./handle.js";
+import { type Actor, type Loaded, load } from "./streams.js";
 import { activateHeldFor } from "./transfers/activate.js";
 import type { TransferDeps } from "./transfers/record.js";
 
@@ -60,47 +60,43 @@ export async function signUp(
   const sealedPasswordHash = await hashPassword(deps.serverKey, input.password);
   // The address and name are personal data: sealed under the person's data key (decisions 6.5).
   const person = await sealedPerson(deps, input.email, input.name ?? defaultAccountName(input.email));
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
+  return handle(deps, {}, async (turn) => {
+    const now = turn.at();
     const accountId = randomUUID();
-    const claim = await claimAddress(deps.store, input.email, person.personId, accountId);
-    const created = accepted(
-      accountDecider.decide(
-        {
-          type: "CreateAccount",
-          accountId,
-          email: person.email,
-          name: person.name,
-          personId: person.personId,
-          plan: DEFAULT_PLAN,
-          kind: "human",
-          now,
-        },
-        accountDecider.initialState(),
-        { limits: limitsOf(DEFAULT_PLAN) },
-      ),
-    );
-    const signedUp = accepted(
-      humanDecider.decide(
-        {
-          type: "SignUp",
-          accountId,
-          email: person.email,
-          sealedPasswordHash,
-          verificationId: randomUUID(),
-          now,
-        },
-        humanDecider.initialState(),
-        undefined,
-      ),
-    );
     const actor = personActing(accountId, requestId);
-    const position = await appendAll(deps.store, [
-      toAppend(claim, claim.events, actor, now),
-      toAppend({ streamId: streams.account(accountId), expected: NO_STREAM }, created, actor, now),
-      toAppend({ streamId: streams.human(accountId), expected: NO_STREAM }, signedUp, actor, now),
-    ]);
-    return { position, accountId };
+    const claim = await claimAddress(deps.store, input.email, person.personId, accountId);
+    turn.record(claim, claim.events, actor);
+    turn.decide(
+      accountDecider,
+      turn.newStream(accountDecider, streams.account(accountId)),
+      {
+        type: "CreateAccount",
+        accountId,
+        email: person.email,
+        name: person.name,
+        personId: person.personId,
+        plan: DEFAULT_PLAN,
+        kind: "human",
+        now,
+      },
+      { limits: limitsOf(DEFAULT_PLAN) },
+      actor,
+    );
+    turn.decide(
+      humanDecider,
+      turn.newStream(humanDecider, streams.human(accountId)),
+      {
+        type: "SignUp",
+        accountId,
+        email: person.email,
+        sealedPasswordHash,
+        verificationId: randomUUID(),
+        now,
+      },
+      undefined,
+      actor,
+    );
+    return { accountId };
   });
 }
 
@@ -111,23 +107,18 @@ const invalidToken = () =>
 export async function verifyEmail(deps: HumanDeps, token: string, requestId: string | null) {
   const accountId = deps.tokens.accountOfLink("verify", token);
   if (!accountId) throw invalidToken();
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const human = await load(deps.store, humanDecider, streams.human(accountId));
+  return handle(deps, { actor: personActing(accountId, requestId) }, async (turn) => {
+    const human = await turn.load(humanDecider, streams.human(accountId));
     const open = human.state.status === "unverified" ? human.state.verification : null;
     if (!open || !deps.tokens.linkMatches("verify", token, accountId, open.verificationId))
       throw invalidToken();
-    const events = accepted(
-      humanDecider.decide(
-        { type: "VerifyEmail", verificationId: open.verificationId, now },
-        human.state,
-        undefined,
-      ),
+    turn.decide(
+      humanDecider,
+      human,
+      { type: "VerifyEmail", verificationId: open.verificationId, now: turn.at() },
+      undefined,
     );
-    const position = await appendAll(deps.store, [
-      toAppend(human, events, personActing(accountId, requestId), now),
-    ]);
-    return { position, accountId };
+    return { accountId };
   });
 }
 
@@ -189,18 +180,17 @@ export async function logIn(
     throw verdict;
   }
   const sessionId = randomUUID();
-  const now = deps.clock.now().toISOString();
-  const started = accepted(
-    sessionDecider.decide(
-      { type: "StartSession", sessionId, accountId: accountId as string, now },
-      sessionDecider.initialState(),
-      undefined,
-    ),
-  );
   const actor = personActing(accountId, requestId);
-  const position = await appendAll(deps.store, [
-    toAppend({ streamId: streams.session(sessionId), expected: NO_STREAM }, started, actor, now),
-  ]);
+  const { position, started } = await handle(deps, { actor }, async (turn) => {
+    const session = turn.newStream(sessionDecider, streams.session(sessionId));
+    const command = {
+      type: "StartSession" as const,
+      sessionId,
+      accountId: accountId as string,
+      now: turn.at(),
+    };
+    return { started: turn.decide(sessionDecider, session, command, undefined) };
+  });
   // A new password recorded between this check and this session ended the sessions the read
   // model held then, not this one: it ends here, refused as the old password now is.
   if (human && (await passwordSetSince(deps, human))) {
@@ -225,12 +215,10 @@ async function passwordSetSince(deps: HumanDeps, loaded: Loaded<HumanState>): Pr
 
 /** Decisions 4.3: ends the caller's session at once (the next request with it is 401). */
 export async function logOut(deps: HumanDeps, sessionId: string, actor: Actor) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const session = await load(deps.store, sessionDecider, streams.session(sessionId));
-    const events = accepted(sessionDecider.decide({ type: "EndSession", now }, session.state, undefined));
-    const position = await appendAll(deps.store, [toAppend(session, events, actor, now)]);
-    return { position };
+  return handle(deps, { actor }, async (turn) => {
+    const session = await turn.load(sessionDecider, streams.session(sessionId));
+    turn.decide(sessionDecider, session, { type: "EndSession", now: turn.at() }, undefined);
+    return {};
   });
 }
 
@@ -264,18 +252,19 @@ function recordReceivingKey(
   actor: Actor & { accountId: string },
   input: { publicKey: string; kdf: ReceivingKeyKdf },
 ) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const human = await load(deps.store, humanDecider, streams.human(actor.accountId));
+  return handle(deps, { actor }, async (turn) => {
+    const human = await turn.load(humanDecider, streams.human(actor.accountId));
     if (human.state.status === "none")
       throw new DomainError("FORBIDDEN", "only a person's account has a receiving key");
-    const events = accepted(
-      humanDecider.decide({ type: "SetReceivingKey", ...input, now }, human.state, undefined),
+    const events = turn.decide(
+      humanDecider,
+      human,
+      { type: "SetReceivingKey", ...input, now: turn.at() },
+      undefined,
     );
-    const position = await appendAll(deps.store, [toAppend(human, events, actor, now)]);
     const state = events.reduce(humanDecider.evolve, human.state);
     if (state.status === "none" || !state.receivingKey) throw new Error("a receiving key set is missing");
-    return { position, receivingKey: state.receivingKey };
+    return { receivingKey: state.receivingKey };
   });
 }
 
@@ -297,13 +286,12 @@ async function mailAccountHolder(
   const personId = accountId ? await deps.people.findPerson(email) : null;
   if (!accountId || !personId) return;
   const sealedEmail = await deps.people.seal(personId, email.trim());
-  await retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const human = await load(deps.store, humanDecider, streams.human(accountId));
-    const decision = humanDecider.decide(command(sealedEmail, now), human.state, undefined);
+  await handle(deps, { actor: personActing(accountId, requestId) }, async (turn) => {
+    const human = await turn.load(humanDecider, streams.human(accountId));
+    const decision = humanDecider.decide(command(sealedEmail, turn.at()), human.state, undefined);
     // An agent's account or a confirmed address: nothing to send, and the same answer as any.
-    if (decision instanceof DomainError) return;
-    await appendAll(deps.store, [toAppend(human, decision, personActing(accountId, requestId), now)]);
+    if (!(decision instanceof DomainError)) turn.record(human, decision);
+    return {};
   });
 }
 
@@ -341,24 +329,19 @@ export async function resetPassword(
 ) {
   const accountId = deps.tokens.accountOfLink("reset", input.token);
   if (!accountId) throw invalidResetToken();
-  return retryOnConflict(async () => {
-    const human = await load(deps.store, humanDecider, streams.human(accountId));
+  return handle(deps, { actor: personActing(accountId, requestId) }, async (turn) => {
+    const human = await turn.load(humanDecider, streams.human(accountId));
     const open = human.state.status === "none" ? null : human.state.reset;
     if (!open || !deps.tokens.linkMatches("reset", input.token, accountId, open.resetId))
       throw invalidResetToken();
     const sealedPasswordHash = await hashPassword(deps.serverKey, input.password);
-    const now = deps.clock.now().toISOString();
-    const events = accepted(
-      humanDecider.decide(
-        { type: "ResetPassword", resetId: open.resetId, sealedPasswordHash, now },
-        human.state,
-        undefined,
-      ),
+    turn.decide(
+      humanDecider,
+      human,
+      { type: "ResetPassword", resetId: open.resetId, sealedPasswordHash, now: turn.at() },
+      undefined,
     );
-    const position = await appendAll(deps.store, [
-      toAppend(human, events, personActing(accountId, requestId), now),
-    ]);
-    return { position, accountId };
+    return { accountId };
   });
 }
 
@@ -375,8 +358,8 @@ export async function changePassword(
   const account = await findAccount(deps.db, deps.people, actor.accountId);
   if (!account) throw new DomainError("FORBIDDEN", "only a person's account has a login password");
   const failures = await addressWindow(deps, LOGIN_FAILURES, account.email, "failed password checks");
-  return retryOnConflict(async () => {
-    const human = await load(deps.store, humanDecider, streams.human(actor.accountId));
+  return handle(deps, { actor }, async (turn) => {
+    const human = await turn.load(humanDecider, streams.human(actor.accountId));
     if (human.state.status === "none")
       throw new DomainError("FORBIDDEN", "only a person's account has a login password");
     // Both scrypt runs at once: a wrong guess costs as long as a right one.
@@ -385,21 +368,18 @@ export async function changePassword(
       hashPassword(deps.serverKey, input.newPassword),
     ]);
     if (!currentPasswordMatches) await failures.hit();
-    const now = deps.clock.now().toISOString();
-    const events = accepted(
-      humanDecider.decide(
-        {
-          type: "ChangePassword",
-          currentPasswordMatches,
-          sealedPasswordHash,
-          sessionId: actor.sessionId,
-          now,
-        },
-        human.state,
-        undefined,
-      ),
+    turn.decide(
+      humanDecider,
+      human,
+      {
+        type: "ChangePassword",
+        currentPasswordMatches,
+        sealedPasswordHash,
+        sessionId: actor.sessionId,
+        now: turn.at(),
+      },
+      undefined,
     );
-    const position = await appendAll(deps.store, [toAppend(human, events, actor, now)]);
-    return { position };
+    return {};
   });
 }

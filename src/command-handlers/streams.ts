@@ -14,7 +14,7 @@ import {
 import type { CommandDeps } from "./deps.js";
 import type { Mark, Snapshot } from "./snapshots.js";
 
-type DomainEvent = { type: string; data: object };
+export type DomainEvent = { type: string; data: object };
 
 /** One aggregate's stream as read for a decision: its folded state and the version to expect. */
 export interface Loaded<State> {
@@ -23,7 +23,7 @@ export interface Loaded<State> {
   expected: ExpectedVersion;
 }
 
-type Evolving<State, Event> = Pick<Decider<never, Event, State, never>, "initialState" | "evolve">;
+export type Evolving<State, Event> = Pick<Decider<never, Event, State, never>, "initialState" | "evolve">;
 
 const asEvent = <Event>(e: RecordedEvent) => ({ type: e.type, data: e.data }) as unknown as Event;
 

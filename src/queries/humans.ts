@@ -3,6 +3,7 @@ import type { ReceivingKey } from "../../domain/human.js";
 import { normalEmail, type PersonalData } from "../privacy/personal-data.js";
 import { revealRow } from "../privacy/reveal.js";
 import { isUuid } from "./agents.js";
+import { whereStatusAt } from "./transfer-status.js";
 
 /** A human account as the read models show it. */
 export interface PersonRow {
@@ -110,12 +111,11 @@ export async function transfersHeldFor(
   email: string,
   now: Date,
 ): Promise<string[]> {
-  const rows = await db("transfers")
+  const held = db("transfers")
     .select("id")
-    .where({ mode: "agent-to-human", status: "pending_recipient" })
-    .where(toPerson(await vault.findPerson(email), email))
-    .where("expires_at", ">", now)
-    .orderBy("created_position");
+    .where({ mode: "agent-to-human" })
+    .where(toPerson(await vault.findPerson(email), email));
+  const rows = await whereStatusAt(held, ["pending_recipient"], now).orderBy("created_position");
   return rows.map((row: { id: string }) => row.id);
 }
 
@@ -125,15 +125,14 @@ export async function heldTransfersNowReceivable(
   now: Date,
   limit: number,
 ): Promise<{ id: string; account_id: string }[]> {
-  return db("transfers")
+  const held = db("transfers")
     .join("accounts", "accounts.person_id", "transfers.recipient_person_id")
     .join("humans", "humans.account_id", "accounts.id")
     .select("transfers.id", "accounts.id as account_id")
-    .where({ "transfers.mode": "agent-to-human", "transfers.status": "pending_recipient" })
+    .where({ "transfers.mode": "agent-to-human" })
     .whereNotNull("humans.receiving_key")
-    .whereNull("accounts.erased_at")
-    .where("transfers.expires_at", ">", now)
-    .limit(limit);
+    .whereNull("accounts.erased_at");
+  return whereStatusAt(held, ["pending_recipient"], now).limit(limit);
 }
 
 /** Whether an account has ever sent to this address (decisions 4.5: then it may resolve the person). */

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import { pairedAccountIds } from "./connections.js";
+import { whereStatusAt } from "./transfer-status.js";
 import type { TransferRow } from "./transfers.js";
 
 export interface ConnectionCounts {
@@ -44,13 +45,11 @@ export async function pairedAgentSlugs(db: Knex, accountId: string): Promise<str
 
 /** An agent's incoming transfers as the profile shows them: active count and the newest live ones. */
 export async function agentInbox(db: Knex, agentId: string, now: Date, recent: number) {
-  const live = () =>
-    db<TransferRow>("transfers").where({ recipient_agent_id: agentId }).where("expires_at", ">", now);
-  const [{ count }] = (await live().where({ status: "active" }).count({ count: "*" })) as [
+  const incoming = () => db<TransferRow>("transfers").where({ recipient_agent_id: agentId });
+  const [{ count }] = (await whereStatusAt(incoming(), ["active"], now).count({ count: "*" })) as [
     { count: string | number },
   ];
-  const rows = await live()
-    .whereIn("status", ["pending", "active"])
+  const rows = await whereStatusAt(incoming(), ["pending", "active"], now)
     .orderBy("created_position", "desc")
     .limit(recent);
   return { unread: Number(count), recent: rows };

@@ -1,6 +1,5 @@
 import type { Knex } from "knex";
 import {
-  EXPIRING_STATUSES,
   statusAt,
   type TransferEncryption,
   type TransferFile,
@@ -8,6 +7,7 @@ import {
   type TransferStatus,
 } from "../../domain/transfer.js";
 import { type Addressee, addressedTo, toPerson } from "./humans.js";
+import { whereOverdue, whereStatusAt } from "./transfer-status.js";
 
 export interface TransferRow {
   id: string;
@@ -107,14 +107,14 @@ export interface TransferListQuery {
   /** The caller's verified person when it is a person's account: what is held for them is theirs to see. */
   person: Addressee | null;
   direction: "sent" | "received" | null;
-  /** Statuses as stored; a live transfer past its expiry is stored as live but reads as expired. */
+  /** The status at `now` (statusAt): a live transfer past its expiry is stored as live but reads as expired. */
   status: TransferStatus | null;
   now: Date;
   limit: number;
   offset: number;
 }
 
-/** Transfers of an account, newest first, with the effective status filter applied in SQL. */
+/** Transfers of an account, newest first, with the status filter applied in SQL (transfer-status.ts). */
 export async function listTransfers(
   db: Knex,
   q: TransferListQuery,
@@ -126,16 +126,7 @@ export async function listTransfers(
     base.where((w) =>
       w.where({ sender_account_id: q.accountId }).orWhere((r) => received(r, q.accountId, q.person)),
     );
-  if (q.status === "expired") {
-    base.where((w) =>
-      w
-        .where({ status: "expired" })
-        .orWhere((live) => live.whereIn("status", EXPIRING_STATUSES).where("expires_at", "<=", q.now)),
-    );
-  } else if (q.status) {
-    base.where({ status: q.status });
-    if (EXPIRING_STATUSES.includes(q.status)) base.where("expires_at", ">", q.now);
-  }
+  if (q.status) whereStatusAt(base, [q.status], q.now);
   const [{ count }] = (await base.clone().count({ count: "*" })) as [{ count: string | number }];
   const rows = await base.orderBy("created_position", "desc").limit(q.limit).offset(q.offset);
   return { rows, total: Number(count) };
@@ -152,32 +143,22 @@ export interface InboxQuery {
 
 /** Incoming pending and active transfers, oldest first, after a cursor position. */
 export async function inboxPage(db: Knex, q: InboxQuery): Promise<TransferRow[]> {
-  const query = db<TransferRow>("transfers")
-    .where({ recipient_account_id: q.accountId })
-    .whereIn("status", ["pending", "active"])
-    .where("expires_at", ">", q.now);
+  const query = db<TransferRow>("transfers").where({ recipient_account_id: q.accountId });
+  whereStatusAt(query, ["pending", "active"], q.now);
   if (q.agentId) query.where({ recipient_agent_id: q.agentId });
   if (q.after) query.where("inbox_position", ">", q.after);
   return query.orderBy("inbox_position").limit(q.limit);
 }
 
-/** Live transfers whose expiry has come. */
+/** Live transfers whose expiry has come (whereOverdue): the housekeeper records them. */
 export async function dueForExpiry(db: Knex, now: Date, limit: number): Promise<string[]> {
-  const rows = await db("transfers")
-    .select("id")
-    .whereIn("status", EXPIRING_STATUSES)
-    .where("expires_at", "<=", now)
-    .limit(limit);
+  const rows = await whereOverdue(db("transfers").select("id"), now).limit(limit);
   return rows.map((row: { id: string }) => row.id);
 }
 
 /** An account's sent transfers still live by status though their expiry has come. */
 export async function overdueTransfersOf(db: Knex, accountId: string, now: Date): Promise<string[]> {
-  const rows = await db("transfers")
-    .select("id")
-    .where({ sender_account_id: accountId })
-    .whereIn("status", EXPIRING_STATUSES)
-    .where("expires_at", "<=", now);
+  const rows = await whereOverdue(db("transfers").select("id").where({ sender_account_id: accountId }), now);
   return rows.map((row: { id: string }) => row.id);
 }
 

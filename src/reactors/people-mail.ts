@@ -1,7 +1,7 @@
 import type { HumanEvent } from "../../domain/human.js";
 import { ERASED } from "../../domain/personal-data.js";
 import { idOf } from "../../domain/streams.js";
-import type { TransferEvent, TransferRecord } from "../../domain/transfer.js";
+import { statusAt, type TransferEvent, type TransferRecord } from "../../domain/transfer.js";
 import type { Clock } from "../clock.js";
 import type { EventStore, RecordedEvent } from "../eventstore/port.js";
 import type { Email, Mailer } from "../mail/mailer.js";
@@ -148,12 +148,16 @@ async function linkMail<Data extends LinkRequested["data"]>(
 
 /** The e-mail an event calls for, or null. */
 async function mailFor(deps: PeopleMailDeps, recorded: RecordedEvent): Promise<Email | null> {
-  const now = deps.clock.now().getTime();
+  const at = deps.clock.now();
+  const now = at.getTime();
+  // A transfer expired by now gets no e-mail.
+  const expired = (record: TransferRecord) =>
+    statusAt(record.status, record.expiresAt, at.toISOString()) === "expired";
   if (recorded.type === "EmailVerificationRequested") return linkMail(deps, recorded, now, verifyMail);
   if (recorded.type === "PasswordResetRequested") return linkMail(deps, recorded, now, resetMail);
   if (recorded.type === "TransferCreated") {
     const created = recorded.data as unknown as Created;
-    if (created.mode !== "agent-to-human" || Date.parse(created.expiresAt) <= now) return null;
+    if (created.mode !== "agent-to-human" || expired(created)) return null;
     const data = await opened(deps.people, created, ["recipient"]);
     if (!data) return null;
     if (data.pendingReason === "recipient_not_registered") return inviteMail(deps, data);
@@ -163,7 +167,7 @@ async function mailFor(deps: PeopleMailDeps, recorded: RecordedEvent): Promise<E
   if (recorded.type === "ContentKeyWrapped") {
     const [created] = await deps.store.readStream(recorded.streamId, 0);
     const stored = created?.data as unknown as TransferRecord | undefined;
-    if (!stored || Date.parse(stored.expiresAt) <= now) return null;
+    if (!stored || expired(stored)) return null;
     const record = await opened(deps.people, stored, ["recipient"]);
     if (!record) return null;
     return filesReadyMail(deps, record);

@@ -19,21 +19,19 @@ import {
   NO_STREAM,
   type Position,
   type StreamAppend,
-  WrongExpectedVersionError,
+  type WrongExpectedVersionError,
 } from "../../eventstore/port.js";
 import { isTransferId, overdueTransfersOf } from "../../queries/transfers.js";
 import type { HotLookups } from "../../read-models/hot-rows.js";
 import type { HeldContentKeys } from "../../security/at-rest.js";
 import type { CommandDeps } from "../deps.js";
+import { handle, type Turn } from "../handle.js";
 import type { Outcome } from "../stream-lock.js";
 import {
   type Actor,
   accepted,
-  appendAll,
-  keepSnapshot,
   loadSnapshotted,
   loadSnapshottedPair,
-  retryOnConflict,
   type Snapshotted,
   SYSTEM_ACTOR,
   toAppend,
@@ -74,10 +72,12 @@ export interface Sender {
   usage: Snapshotted<UsageState>;
 }
 
-/** The account's plan and books, whether or not it still exists (its transfers still release). */
-async function loadBooks(deps: CommandDeps, accountId: string): Promise<Sender> {
-  const [account, usage] = await loadSnapshottedPair(
-    deps,
+/**
+ * The account's plan and books, whether or not it still exists (its transfers still release),
+ * loaded by `loadPair` (a turn's, or the remembered states' outside one).
+ */
+async function loadBooks(loadPair: Turn["loadSnapshottedPair"], accountId: string): Promise<Sender> {
+  const [account, usage] = await loadPair(
     { decider: accountDecider, kind: ACCOUNT_SNAPSHOT, streamId: streams.account(accountId) },
     { decider: usageDecider, kind: USAGE_SNAPSHOT, streamId: streams.usage(accountId) },
   );
@@ -85,7 +85,7 @@ async function loadBooks(deps: CommandDeps, accountId: string): Promise<Sender> 
 }
 
 async function loadSender(deps: CommandDeps, accountId: string): Promise<Sender> {
-  const sender = await loadBooks(deps, accountId);
+  const sender = await loadBooks((first, second) => loadSnapshottedPair(deps, first, second), accountId);
   if (!sender.account.state.exists)
     throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
   return sender;
@@ -153,7 +153,7 @@ type BooksEntry =
       transferId: string;
       bytes: number;
       /** The transfer's own events, at the revision its change was decided on. */
-      change: StreamAppend;
+      change: StreamAppend[];
       actor: Actor;
       now: string;
     };
@@ -187,69 +187,78 @@ async function booksTurn(
   queued: BooksEntry[],
 ): Promise<Outcome<BooksSettled>[]> {
   const outcomes: (Outcome<BooksSettled> | undefined)[] = queued.map(() => undefined);
-  await retryOnConflict(async () => {
+  const onConflict = (error: WrongExpectedVersionError, { recorded }: { recorded: Recorded[] }) => {
+    const owner = recorded.find(({ decision }) =>
+      decision.appends.some((append) => append.streamId === error.streamId),
+    );
+    if (owner) outcomes[owner.index] = { ok: false, error };
+  };
+  const decided = await handle(deps, { onConflict }, async (turn) => {
     const open = queued.flatMap((entry, index) => (outcomes[index] ? [] : [{ entry, index }]));
-    const { limits, account, usage } = await loadBooks(deps, accountId);
-    const now = deps.clock.now().toISOString();
+    const { limits, account, usage } = await loadBooks((a, b) => turn.loadSnapshottedPair(a, b), accountId);
+    const now = turn.at();
     let books = usage.state;
     const refused: { index: number; error: DomainError }[] = [];
-    const recorded: { index: number; append: StreamAppend; created: Transfer | null }[] = [];
-    const booked: UsageEvent[] = [];
-    const bookedToStore: StreamAppend["events"] = [];
+    const recorded: Recorded[] = [];
     for (const { entry, index } of open) {
       try {
         const decision = decideEntry(entry, books, { limits, account: account.state, now });
         books = decision.books.reduce(usageDecider.evolve, books);
-        booked.push(...decision.books);
-        bookedToStore.push(...toAppend(usage, decision.books, entry.actor, decision.now).events);
-        recorded.push({ index, append: decision.append, created: decision.created });
+        recorded.push({ index, entry, decision });
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         refused.push({ index, error });
       }
     }
-    let position: Position | null;
-    try {
-      position = await appendAll(deps.store, [
-        ...recorded.map(({ append }) => append),
-        { streamId: usage.streamId, expected: usage.expected, events: bookedToStore },
-      ]);
-    } catch (error) {
-      const owner =
-        error instanceof WrongExpectedVersionError
-          ? recorded.find(({ append }) => append.streamId === error.streamId)
-          : undefined;
-      if (owner) outcomes[owner.index] = { ok: false, error };
-      throw error;
-    }
-    await keepSnapshot(deps, usageDecider, usage, booked);
-    for (const { index, error } of refused) outcomes[index] = { ok: false, error };
-    for (const { index, append, created } of recorded) {
-      if (created) {
-        const revision = append.events.length - 1;
-        await deps.snapshots.keep(append.streamId, TRANSFER_KIND, { revision, state: created }, usage.mark, {
-          stored: false,
-        });
-      }
-      outcomes[index] = {
-        ok: true,
-        value: created
-          ? { kind: "created", created: { position: position ?? "", transfer: created } }
-          : { kind: "released", position: position ?? "" },
-      };
-    }
+    for (const { decision } of recorded) for (const append of decision.appends) turn.include(append);
+    for (const { entry, decision } of recorded) turn.record(usage, decision.books, entry.actor, decision.now);
+    return { mark: usage.mark, refused, recorded };
   });
+  const position = decided.position ?? "";
+  for (const { index, error } of decided.refused) outcomes[index] = { ok: false, error };
+  for (const { index, decision } of decided.recorded) {
+    const { created } = decision;
+    if (created) {
+      const { append, transfer } = created;
+      const revision = append.events.length - 1;
+      await deps.snapshots.keep(append.streamId, TRANSFER_KIND, { revision, state: transfer }, decided.mark, {
+        stored: false,
+      });
+    }
+    outcomes[index] = {
+      ok: true,
+      value: created
+        ? { kind: "created", created: { position, transfer: created.transfer } }
+        : { kind: "released", position },
+    };
+  }
   return outcomes.map(
     (outcome) => outcome ?? { ok: false, error: new Error("a queued entry was not settled") },
   );
 }
 
-/** One entry as its turn decides it: its stream's events, and its change of the books. */
+/** An entry its turn accepted, and what was decided for it. */
+interface Recorded {
+  index: number;
+  entry: BooksEntry;
+  decision: EntryDecision;
+}
+
+/** One entry as its turn decides it: its stream's events, its change of the books, and when. */
+interface EntryDecision {
+  appends: StreamAppend[];
+  books: UsageEvent[];
+  /** A create's new transfer, and the append that records it. */
+  created: { append: StreamAppend; transfer: Transfer } | null;
+  now: string;
+}
+
+/** One entry as its turn decides it, against the books as the entries before it left them. */
 function decideEntry(
   entry: BooksEntry,
   books: UsageState,
   turn: { limits: PlanLimits; account: AccountState; now: string },
-): { append: StreamAppend; books: UsageEvent[]; created: Transfer | null; now: string } {
+): EntryDecision {
   if (entry.kind === "release") {
     const released = accepted(
       usageDecider.decide(
@@ -258,7 +267,7 @@ function decideEntry(
         { limits: NO_LIMITS },
       ),
     );
-    return { append: entry.change, books: released, created: null, now: entry.now };
+    return { appends: entry.change, books: released, created: null, now: entry.now };
   }
   if (!turn.account.exists) throw new DomainError("UNAUTHORIZED", "the key's account no longer exists");
   const { created, counts } = decideCreate(entry.input, books, {
@@ -266,17 +275,13 @@ function decideEntry(
     accountCreatedAt: turn.account.createdAt,
     now: turn.now,
   });
-  return {
-    append: toAppend(
-      { streamId: streams.transfer(entry.input.transferId), expected: NO_STREAM },
-      created,
-      entry.actor,
-      turn.now,
-    ),
-    books: counts,
-    created: decided(created),
-    now: turn.now,
-  };
+  const append = toAppend(
+    { streamId: streams.transfer(entry.input.transferId), expected: NO_STREAM },
+    created,
+    entry.actor,
+    turn.now,
+  );
+  return { appends: [append], books: counts, created: { append, transfer: decided(created) }, now: turn.now };
 }
 
 /**
@@ -333,31 +338,26 @@ export async function changeTransfer<C extends TransferChange>(
   actor: Actor,
 ): Promise<{ position: Position | null; transfer: Transfer }> {
   if (!isTransferId(transferId)) throw new DomainError("NOT_FOUND", "no such transfer");
-  return deps.streamLock.run(streams.transfer(transferId), () =>
-    retryOnConflict(async () => {
-      const loaded = await loadSnapshotted(deps, transferStream(transferId));
-      const before = loaded.state;
-      if (before.status === "none") throw new DomainError("NOT_FOUND", "no such transfer");
-      const command = typeof change === "function" ? await change(before) : change;
-      const now = deps.clock.now().toISOString();
-      const events = accepted(
-        transferDecider.decide({ ...command, now } as TransferCommand, before, undefined),
-      );
-      const append = toAppend(loaded, events, actor, now);
-      const position = releasesStorage(before, events)
-        ? await releaseStorage(deps, before, append, actor, now)
-        : await appendAll(deps.store, [append]);
-      await keepSnapshot(deps, transferDecider, loaded, events);
-      return { position, transfer: events.reduce(transferDecider.evolve, before) as Transfer };
-    }, 200),
-  );
+  const handling = { actor, lock: streams.transfer(transferId), attempts: 200 };
+  return handle(deps, handling, async (turn) => {
+    const loaded = await turn.loadSnapshotted(transferStream(transferId));
+    const before = loaded.state;
+    if (before.status === "none") throw new DomainError("NOT_FOUND", "no such transfer");
+    const command = typeof change === "function" ? await change(before) : change;
+    const now = turn.at();
+    const events = turn.decide(transferDecider, loaded, { ...command, now } as TransferCommand, undefined);
+    if (releasesStorage(before, events)) {
+      turn.commitThrough((appends) => releaseStorage(deps, before, appends, actor, now));
+    }
+    return { transfer: events.reduce(transferDecider.evolve, before) as Transfer };
+  });
 }
 
 /** Records a change that frees the transfer's storage in its sender's books' turn (booksTurn). */
 async function releaseStorage(
   deps: TransferDeps,
   before: Transfer,
-  change: StreamAppend,
+  change: StreamAppend[],
   actor: Actor,
   now: string,
 ): Promise<Position> {
