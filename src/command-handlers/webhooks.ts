@@ -16,7 +16,8 @@ import { checkWebhookUrl, ForbiddenWebhookUrl, type WebhookPolicy } from "../sec
 import type { WebhookSecrets } from "../security/webhook-secrets.js";
 import { type AgentRegistration, registerAgent, updateAgent } from "./agents.js";
 import type { CommandDeps } from "./deps.js";
-import { type Actor, accepted, appendAll, load, retryOnConflict, SYSTEM_ACTOR, toAppend } from "./streams.js";
+import { handle } from "./handle.js";
+import { type Actor, SYSTEM_ACTOR } from "./streams.js";
 
 /** The command deps plus the webhooks' sealed secrets and address policy (decisions 8.1). */
 export interface WebhookDeps extends CommandDeps {
@@ -81,27 +82,27 @@ export async function rotateWebhookSecret(
   agentId: string,
   actor: Actor,
 ) {
-  const { position, previousValidUntil } = await retryOnConflict(async () => {
-    const now = deps.clock.now();
-    const previousValidUntil = new Date(now.getTime() + ROTATION_OVERLAP_MS);
-    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
-    const events = accepted(
-      agentDecider.decide(
+  const { position, previousValidUntil } = await handle(
+    deps,
+    { actor: { ...actor, agentId } },
+    async (turn) => {
+      const previousValidUntil = new Date(turn.now().getTime() + ROTATION_OVERLAP_MS);
+      const agent = await turn.load(agentDecider, streams.agent(agentId));
+      turn.decide(
+        agentDecider,
+        agent,
         {
           type: "RotateWebhookSecret",
           accountId,
-          now: now.toISOString(),
+          now: turn.at(),
           previousValidUntil: previousValidUntil.toISOString(),
         },
-        agent.state,
         { digestsEqual },
-      ),
-    );
-    const at = now.toISOString();
-    const position = await appendAll(deps.store, [toAppend(agent, events, { ...actor, agentId }, at)]);
-    return { position, previousValidUntil };
-  });
-  // Only once the rotation is recorded: a retried decision must not rotate twice.
+      );
+      return { previousValidUntil };
+    },
+  );
+  // Only once the rotation is recorded: a decision run again after a conflict must not rotate twice.
   const webhookSecret = await deps.webhookSecrets.rotate(agentId, previousValidUntil);
   return { position, webhookSecret };
 }
@@ -114,16 +115,15 @@ export async function requestWebhookTest(
   actor: Actor,
 ) {
   const messageId = `msg_${randomUUID().replaceAll("-", "")}`;
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
-    const events = accepted(
-      agentDecider.decide({ type: "RequestWebhookTest", accountId, messageId, now }, agent.state, {
-        digestsEqual,
-      }),
+  return handle(deps, { actor: { ...actor, agentId } }, async (turn) => {
+    const agent = await turn.load(agentDecider, streams.agent(agentId));
+    turn.decide(
+      agentDecider,
+      agent,
+      { type: "RequestWebhookTest", accountId, messageId, now: turn.at() },
+      { digestsEqual },
     );
-    const position = await appendAll(deps.store, [toAppend(agent, events, { ...actor, agentId }, now)]);
-    return { position, messageId };
+    return { messageId };
   });
 }
 
@@ -141,14 +141,16 @@ export async function disableWebhook(
   agentId: string,
   failingSince: string,
 ) {
-  return retryOnConflict(async () => {
-    const now = deps.clock.now().toISOString();
-    const agent = await load(deps.store, agentDecider, streams.agent(agentId));
-    const events = accepted(
-      agentDecider.decide({ type: "DisableWebhook", now, failingSince }, agent.state, { digestsEqual }),
+  const actor: Actor = { ...SYSTEM_ACTOR, accountId, agentId };
+  return handle(deps, { actor }, async (turn) => {
+    const agent = await turn.load(agentDecider, streams.agent(agentId));
+    turn.decide(
+      agentDecider,
+      agent,
+      { type: "DisableWebhook", now: turn.at(), failingSince },
+      { digestsEqual },
     );
-    const actor: Actor = { ...SYSTEM_ACTOR, accountId, agentId };
-    return { position: await appendAll(deps.store, [toAppend(agent, events, actor, now)]) };
+    return {};
   });
 }
 
@@ -187,7 +189,8 @@ export async function recordAttempt(
       nextAttemptAt,
     },
   };
-  return appendAll(deps.store, [
-    toAppend({ streamId: streams.webhook(agentId), expected: ANY }, [event], actor, at),
-  ]);
+  return handle(deps, { actor }, async (turn) => {
+    turn.record({ streamId: streams.webhook(agentId), expected: ANY }, [event], actor, at);
+    return {};
+  });
 }
