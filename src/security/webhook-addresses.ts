@@ -27,6 +27,12 @@ FORBIDDEN.addAddress("168.63.129.16", "ipv4"); // Azure's host endpoint
 for (const [network, prefix] of [
   ["::", 128], // unspecified
   ["::1", 128], // loopback
+  // Prefixes that carry an IPv4 address (NAT64, 6to4, Teredo) could reach any of the above; an
+  // IPv4-mapped ::ffff:a.b.c.d is matched against the IPv4 ranges by BlockList itself.
+  ["64:ff9b::", 96],
+  ["64:ff9b:1::", 48],
+  ["2002::", 16],
+  ["2001::", 32],
   ["100::", 64], // discard
   ["2001:db8::", 32], // documentation
   ["fc00::", 7], // unique-local (AWS metadata fd00:ec2::254 too)
@@ -35,26 +41,12 @@ for (const [network, prefix] of [
 ] as const)
   FORBIDDEN.addSubnet(network, prefix, "ipv6");
 
-/** An IPv4 address carried inside an IPv6 one (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::), else null. */
-function embeddedIpv4(address: string): string | null {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted?.[1]) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (!hex?.[1] || !hex[2]) return null;
-  const high = Number.parseInt(hex[1], 16);
-  const low = Number.parseInt(hex[2], 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join(".");
-}
-
 /** True for an address no webhook may reach (an IP literal; anything else is not an address). */
 export function isForbiddenAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, "");
   const family = isIP(bare);
   if (family === 4) return FORBIDDEN.check(bare, "ipv4");
-  if (family !== 6) return true;
-  const inner = embeddedIpv4(bare);
-  return inner ? FORBIDDEN.check(inner, "ipv4") : FORBIDDEN.check(bare, "ipv6");
+  return family === 6 ? FORBIDDEN.check(bare, "ipv6") : true;
 }
 
 export interface ResolvedAddress {
