@@ -8,6 +8,8 @@ export interface Received {
   body: string;
   /** When it arrived, on the real clock. */
   at: number;
+  /** The status answered; undefined while (or when) it hangs. */
+  answered?: number;
 }
 
 /** What the receiver does with a request: answer a status (and headers), or say nothing at all. */
@@ -41,7 +43,7 @@ export async function startReceiver(path = "/hook"): Promise<Receiver> {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      const received = {
+      const received: Received = {
         url: request.url ?? "",
         headers: request.headers,
         body: Buffer.concat(chunks).toString(),
@@ -54,6 +56,7 @@ export async function startReceiver(path = "/hook"): Promise<Receiver> {
         hanging.add(response);
         return;
       }
+      received.answered = answer.status;
       response.writeHead(answer.status, answer.headers).end("ok");
     });
   });
