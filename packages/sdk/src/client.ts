@@ -26,6 +26,7 @@ import type {
   Transfer,
   TransferPage,
   TransferStatus,
+  WebhookDeliveryPage,
   WhoAmI,
 } from "./types.js";
 import { SDK_VERSION } from "./version.js";
@@ -297,6 +298,40 @@ export class HandoffClient {
       url: agentPath(id),
       idempotent: true,
       json: changes,
+    });
+  }
+
+  /** Sends a webhook.test message to an agent's endpoint (decisions 8.2); answers its message id. */
+  testWebhook(id: string): Promise<{ message_id: string }> {
+    return this.transport.json<{ message_id: string }>({
+      method: "POST",
+      url: `${agentPath(id)}/webhook-test`,
+      idempotent: false,
+    });
+  }
+
+  /** A new webhook secret for an agent; the old one signs too for 24 hours (decisions 8.1). */
+  rotateWebhookSecret(id: string): Promise<{ webhook_secret: string }> {
+    return this.transport.json<{ webhook_secret: string }>({
+      method: "POST",
+      url: `${agentPath(id)}/webhook-secret`,
+      idempotent: false,
+    });
+  }
+
+  /** One page of an agent's webhook messages and their attempts, newest first (decisions 8.3). */
+  webhookDeliveries(
+    id: string,
+    options: { cursor?: string; limit?: number } = {},
+  ): Promise<WebhookDeliveryPage> {
+    const query = new URLSearchParams();
+    if (options.cursor) query.set("cursor", options.cursor);
+    if (options.limit) query.set("limit", String(options.limit));
+    const suffix = query.size > 0 ? `?${query}` : "";
+    return this.transport.json<WebhookDeliveryPage>({
+      method: "GET",
+      url: `${agentPath(id)}/webhook-deliveries${suffix}`,
+      idempotent: true,
     });
   }
 

@@ -236,6 +236,10 @@ export interface AccountAgent {
   name: string | null;
   description: string | null;
   webhook_url: string | null;
+  /** Decisions 8.3: null while no URL is set. */
+  webhook_status: "active" | "disabled" | null;
+  /** Only in the answer that first set a webhook_url (decisions 8.1). */
+  webhook_secret?: string;
   agent_type: string;
   connection_status: "pending" | "connected" | "disconnected";
   public_key?: string;
@@ -244,6 +248,22 @@ export interface AccountAgent {
   last_seen_at: string | null;
   metadata: Record<string, unknown>;
   created_at: string;
+}
+
+/** A webhook message and its attempts (decisions 8.3). */
+export interface WebhookDelivery {
+  message_id: string;
+  type: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: { at: string; status_code: number | null; duration_ms: number; error: string | null }[];
+  next_attempt_at: string | null;
+}
+
+/** GET /v1/agents/{id}/webhook-deliveries: newest first. */
+export interface WebhookDeliveryPage {
+  deliveries: WebhookDelivery[];
+  next_cursor: string | null;
+  has_more: boolean;
 }
 
 /** What PATCH /v1/agents/{id} changes; only the fields present change. */
