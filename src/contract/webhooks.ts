@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { WEBHOOK_MESSAGE_TYPES } from "../../domain/webhook.js";
-import { count, IdParams, named, timestamp } from "./common.js";
+import { count, cursorPage, IdParams, named, timestamp } from "./common.js";
 import { operation } from "./operation.js";
 
 export const webhookStatus = z
@@ -39,14 +39,11 @@ export const WebhookDelivery = named(
   { description: "A webhook message and its attempts (decisions 8.3)" },
 );
 
-export const WebhookDeliveryPage = named(
+export const WebhookDeliveryPage = cursorPage(
   "WebhookDeliveryPage",
-  z.object({
-    deliveries: z.array(WebhookDelivery),
-    next_cursor: z.string().nullable().describe("Pass as `cursor` for the next (older) page"),
-    has_more: z.boolean(),
-  }),
-  { description: "An agent's webhook messages, newest first" },
+  "deliveries",
+  WebhookDelivery,
+  "An agent's webhook messages, newest first",
 );
 
 export const WebhookTest = named(
