@@ -25,7 +25,7 @@ import { FallbackCounter } from "./rate-limits/fallback.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
 import { peopleMailer } from "./reactors/people-mail.js";
-import { Reactor } from "./reactors/reactor.js";
+import { oneByOne, Reactor } from "./reactors/reactor.js";
 import { WebhookDispatcher } from "./reactors/webhooks/dispatcher.js";
 import { webhookMessages } from "./reactors/webhooks/messages.js";
 import { ProjectionEngine } from "./read-models/engine.js";
@@ -179,7 +179,16 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     "invitations",
     store,
     db,
-    peopleMailer({ mailer, clock, store, tokens, people: deps.people, publicBaseUrl: config.publicBaseUrl }),
+    oneByOne(
+      peopleMailer({
+        mailer,
+        clock,
+        store,
+        tokens,
+        people: deps.people,
+        publicBaseUrl: config.publicBaseUrl,
+      }),
+    ),
     (error) => console.error("sending an e-mail failed:", error),
   );
   // Redis is optional at run time: a server starts, and keeps answering, while it is away.

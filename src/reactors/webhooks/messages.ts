@@ -9,7 +9,7 @@ import type { Clock } from "../../clock.js";
 import { enqueueMessages, type NewWebhookMessage } from "../../db/webhook-messages.js";
 import type { RecordedEvent } from "../../eventstore/port.js";
 import { presentTransfer } from "../../queries/transfer-view.js";
-import { findTransfer } from "../../queries/transfers.js";
+import type { TransferRow } from "../../queries/transfers.js";
 
 export interface WebhookMessagesDeps {
   db: Knex;
@@ -21,23 +21,56 @@ export interface WebhookMessagesDeps {
   enqueued(): void;
 }
 
-interface Recipient {
+interface AgentRow {
   id: string;
   account_id: string;
   agent_id: string;
+  webhook_status: string | null;
+  webhook_url: string | null;
+}
+
+/** The rows a batch's messages are made from, read once for the whole batch. */
+interface Rows {
+  transfers: Map<string, TransferRow>;
+  agents: Map<string, AgentRow>;
+}
+
+const TRANSFER_EVENTS = new Set(["TransferCreated", "DownloadRecorded", "TransferExpired"]);
+
+async function rowsFor(db: Knex, events: RecordedEvent[]): Promise<Rows> {
+  const transferIds = [
+    ...new Set(events.filter((e) => TRANSFER_EVENTS.has(e.type)).map((e) => idOf(e.streamId))),
+  ];
+  const transfers: TransferRow[] =
+    transferIds.length === 0 ? [] : await db("transfers").whereIn("id", transferIds);
+  const agentIds = new Set<string>();
+  for (const row of transfers)
+    for (const id of [row.sender_agent_id, row.recipient_agent_id]) if (id) agentIds.add(id);
+  for (const e of events) {
+    if (e.type === "BroadcastPublished")
+      for (const id of (e.data.agentIds as string[]) ?? []) agentIds.add(id);
+    if (e.type === "WebhookTestRequested") agentIds.add(idOf(e.streamId));
+    if (e.type === "DownloadRecorded" && typeof e.data.downloaderAgentId === "string")
+      agentIds.add(e.data.downloaderAgentId);
+  }
+  const agents: AgentRow[] =
+    agentIds.size === 0
+      ? []
+      : await db("agents")
+          .whereIn("id", [...agentIds])
+          .select("id", "account_id", "agent_id", "webhook_status", "webhook_url");
+  return {
+    transfers: new Map(transfers.map((row) => [row.id, row])),
+    agents: new Map(agents.map((row) => [row.id, row])),
+  };
 }
 
 /** The agents among `ids` whose webhook is live, in the order asked for. */
-async function withWebhooks(db: Knex, ids: (string | null)[]): Promise<Recipient[]> {
-  const wanted = ids.filter((id): id is string => id !== null);
-  if (wanted.length === 0) return [];
-  const rows: Recipient[] = await db("agents")
-    .whereIn("id", wanted)
-    .where({ webhook_status: "active" })
-    .whereNotNull("webhook_url")
-    .select("id", "account_id", "agent_id");
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return wanted.flatMap((id) => byId.get(id) ?? []);
+function withWebhooks(rows: Rows, ids: (string | null)[]): AgentRow[] {
+  return ids.flatMap((id) => {
+    const agent = id ? rows.agents.get(id) : undefined;
+    return agent && agent.webhook_status === "active" && agent.webhook_url ? [agent] : [];
+  });
 }
 
 const dataOf = <Data>(recorded: RecordedEvent) => recorded.data as unknown as Data;
@@ -49,18 +82,18 @@ const messageIdOf = (eventId: string, agentId: string) =>
 type Made = {
   type: WebhookMessageType;
   agentIds: (string | null)[];
-  data: (agent: Recipient) => Record<string, unknown>;
+  data: (agent: AgentRow) => Record<string, unknown>;
   messageId?: string;
 };
 
 /** What an event says to whom (decisions 8.2), or null when it says nothing to a webhook. */
-async function messagesOf(deps: WebhookMessagesDeps, recorded: RecordedEvent): Promise<Made | null> {
+function messagesOf(deps: WebhookMessagesDeps, rows: Rows, recorded: RecordedEvent): Made | null {
   const id = idOf(recorded.streamId);
   switch (recorded.type) {
     case "TransferCreated": {
       const created = dataOf<Extract<TransferEvent, { type: "TransferCreated" }>["data"]>(recorded);
       if (!created.recipientAgentId) return null;
-      const row = await findTransfer(deps.db, id);
+      const row = rows.transfers.get(id);
       if (!row) return null;
       // Sender and recipient stay sealed as the read model holds them; opened when sent.
       const item = presentTransfer(row, deps.publicBaseUrl, new Date(recorded.metadata.occurredAt));
@@ -68,14 +101,9 @@ async function messagesOf(deps: WebhookMessagesDeps, recorded: RecordedEvent): P
     }
     case "DownloadRecorded": {
       const data = dataOf<Extract<TransferEvent, { type: "DownloadRecorded" }>["data"]>(recorded);
-      const row = await findTransfer(deps.db, id);
+      const row = rows.transfers.get(id);
       if (!row) return null;
-      const downloader = data.downloaderAgentId
-        ? await deps
-            .db("agents")
-            .where({ id: data.downloaderAgentId })
-            .first<{ agent_id: string } | undefined>("agent_id")
-        : undefined;
+      const downloader = data.downloaderAgentId ? rows.agents.get(data.downloaderAgentId) : undefined;
       return {
         type: "transfer.downloaded",
         agentIds: [row.sender_agent_id],
@@ -89,7 +117,7 @@ async function messagesOf(deps: WebhookMessagesDeps, recorded: RecordedEvent): P
     }
     case "TransferExpired": {
       const data = dataOf<Extract<TransferEvent, { type: "TransferExpired" }>["data"]>(recorded);
-      const row = await findTransfer(deps.db, id);
+      const row = rows.transfers.get(id);
       if (!row) return null;
       return {
         type: "transfer.expired",
@@ -135,25 +163,30 @@ const RELEVANT = new Set([
 ]);
 
 /**
- * The webhook reactor's step (decisions 8.3): turns an event into its messages, stored in the
- * delivery queue. A message exists because an event does: the reactor's checkpoint moves only
- * after they are stored, and replaying an event stores nothing new.
+ * The webhook reactor's step (decisions 8.3): turns a batch of events into their messages, stored
+ * in the delivery queue in log order. A message exists because an event does: the reactor's
+ * checkpoint moves only after they are stored, and replaying an event stores nothing new. The
+ * rows the messages need are read once per batch, after the read models have reached its end.
  */
 export function webhookMessages(deps: WebhookMessagesDeps) {
-  return async (recorded: RecordedEvent): Promise<boolean> => {
-    if (!RELEVANT.has(recorded.type)) return false;
-    await deps.readModelsAt(recorded.position);
-    const made = await messagesOf(deps, recorded);
-    if (!made) return false;
-    const recipients = await withWebhooks(deps.db, made.agentIds);
-    const messages: NewWebhookMessage[] = recipients.map((agent) => ({
-      messageId: made.messageId ?? messageIdOf(recorded.eventId, agent.id),
-      agentId: agent.id,
-      accountId: agent.account_id,
-      type: made.type,
-      occurredAt: recorded.metadata.occurredAt,
-      data: made.data(agent),
-    }));
+  return async (batch: RecordedEvent[]): Promise<boolean> => {
+    const relevant = batch.filter((recorded) => RELEVANT.has(recorded.type));
+    const last = relevant.at(-1);
+    if (!last) return false;
+    await deps.readModelsAt(last.position);
+    const rows = await rowsFor(deps.db, relevant);
+    const messages = relevant.flatMap((recorded): NewWebhookMessage[] => {
+      const made = messagesOf(deps, rows, recorded);
+      if (!made) return [];
+      return withWebhooks(rows, made.agentIds).map((agent) => ({
+        messageId: made.messageId ?? messageIdOf(recorded.eventId, agent.id),
+        agentId: agent.id,
+        accountId: agent.account_id,
+        type: made.type,
+        occurredAt: recorded.metadata.occurredAt,
+        data: made.data(agent),
+      }));
+    });
     const stored = await enqueueMessages(deps.db, messages, deps.clock.now());
     if (stored > 0) deps.enqueued();
     return stored > 0;
