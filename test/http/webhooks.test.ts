@@ -54,19 +54,14 @@ interface Delivery {
 /** An account with two agents: alice (sender) and bob (recipient), each with a webhook on `url`. */
 async function hookedParties(url: string) {
   const account = await t.newAccount("team");
-  const register = async (slug: string) => {
-    const res = await t.call("POST", "/v1/agents/register", {
-      key: account.apiKey,
-      body: {
-        agent_id: slug,
-        public_key: Buffer.alloc(32, 7).toString("base64"),
-        webhook_url: `${url}?agent=${slug}`,
-      },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    return res.json() as { id: string; agent_id: string; webhook_secret: string };
-  };
+  const register = (slug: string) => hooked(account.apiKey, slug, `${url}?agent=${slug}`);
   return { ...account, alice: await register("alice"), bob: await register("bob") };
+}
+
+/** A connected agent registered with a webhook_url: the answer carries its secret. */
+async function hooked(key: string, slug: string, url: string) {
+  const agent = await registerAgent(t, key, { agent_id: slug, webhook_url: url });
+  return agent as typeof agent & { webhook_secret: string };
 }
 
 async function deliveries(key: string, agentId: string, query = ""): Promise<Delivery[]> {
@@ -81,19 +76,9 @@ const agentOf = (r: Received) => new URL(r.url, "http://x").searchParams.get("ag
 describe("setting a webhook (decisions 8.1)", () => {
   it("answers the secret once, at the first URL; agents show the URL and its status", async () => {
     const account = await t.newAccount();
-    const res = await t.call("POST", "/v1/agents/register", {
-      key: account.apiKey,
-      body: {
-        agent_id: "hooked",
-        public_key: Buffer.alloc(32, 1).toString("base64"),
-        webhook_url: receiver.url,
-      },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    const secret = res.json().webhook_secret as string;
+    const { id, webhook_secret: secret } = await hooked(account.apiKey, "hooked", receiver.url);
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(secret.slice(6), "base64")).toHaveLength(32);
-    const id = res.json().id;
 
     const shown = await t.call("GET", `/v1/agents/${id}`, { key: account.apiKey });
     expect(shown.json()).toMatchObject({ webhook_url: receiver.url, webhook_status: "active" });
@@ -129,15 +114,7 @@ describe("setting a webhook (decisions 8.1)", () => {
 
   it("keeps every secret out of the log and the history", async () => {
     const account = await t.newAccount();
-    const res = await t.call("POST", "/v1/agents/register", {
-      key: account.apiKey,
-      body: {
-        agent_id: "sealed",
-        public_key: Buffer.alloc(32, 2).toString("base64"),
-        webhook_url: receiver.url,
-      },
-    });
-    const { id, webhook_secret: secret } = res.json();
+    const { id, webhook_secret: secret } = await hooked(account.apiKey, "sealed", receiver.url);
     const rotated = await t.call("POST", `/v1/agents/${id}/webhook-secret`, { key: account.apiKey });
     expect(rotated.statusCode, rotated.body).toBe(200);
     const newer = rotated.json().webhook_secret;
