@@ -214,15 +214,6 @@ export function bytesOf(files: TransferFile[]): number {
   return files.reduce((sum, file) => sum + file.size, 0);
 }
 
-/**
- * The most one file may still have while it streams in: the plan's file size, and what is left of
- * the account's storage after the files before it. Null when neither limits it.
- */
-export function uploadAllowance(limits: PlanLimits, storageLeft: number | null): number | null {
-  const caps = [limits.maxFileSize, storageLeft].filter((cap): cap is number => cap !== null);
-  return caps.length === 0 ? null : Math.min(...caps);
-}
-
 function isParty(transfer: Transfer, accountId: string): boolean {
   return transfer.record.senderAccountId === accountId || transfer.record.recipientAccountId === accountId;
 }
@@ -444,7 +435,10 @@ export const transferDecider: Decider<
   decide,
 };
 
-/** True when a state change just freed the storage this transfer held (expiry, deletion, downloaded out). */
+/**
+ * True when a state change just freed the storage this transfer held (expiry, deletion, downloaded
+ * out): its sender's books release it (domain/storage-quota.ts).
+ */
 export function releasesStorage(before: TransferState, events: TransferEvent[]): boolean {
   const after = events.reduce(evolve, before);
   return before.status !== "none" && before.holdsStorage && after.status !== "none" && !after.holdsStorage;
