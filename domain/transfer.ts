@@ -183,8 +183,8 @@ export interface TransferContext {
 export const EXPIRING_STATUSES: TransferStatus[] = ["pending", "pending_recipient", "active", "downloaded"];
 
 /**
- * A transfer's status at `now`: the one rule of time, which the decider, the housekeeper, the
- * queries, the presenters, the file links and the mail all use (decisions 3.13). From `expires_at`
+ * A transfer's status at `now`: the one rule of time, which the decider, the presenters, the file
+ * links and the mail use, and the queries and the housekeeper through its SQL form (decisions 3.13). From `expires_at`
  * on, a transfer stored as pending, held, active or downloaded is expired, whether or not its
  * expiry has been recorded yet. Its SQL form, for queries that select by status, is
  * src/queries/transfer-status.ts (tested against this function on the boundary).

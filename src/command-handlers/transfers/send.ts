@@ -79,7 +79,7 @@ async function forPerson(
   encryption: TransferEncryption,
 ): Promise<{ atRest: AtRestEncryption | null; encryption: TransferEncryption }> {
   const key = person.hasReceivingKey ? person.account?.receiving_key : null;
-  if (intent.isEncrypted) {
+  if (intent.terms.isEncrypted) {
     if (!key) {
       throw refuse(
         "INVALID",
