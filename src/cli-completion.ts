@@ -47,3 +47,38 @@ ${cases}
 complete -o default -F _${name}_complete ${name}
 `;
 }
+
+/**
+ * A fish completion script for `program`: the same tree as bash's. Fish filters the offered words
+ * by what is typed and lists file names beside them, so the script only says which words follow
+ * the command typed so far.
+ */
+export function fishCompletion(program: Command): string {
+  const tree = completions(program);
+  const name = program.name();
+  const known = tree
+    .filter((entry) => entry.path.length > 0)
+    .map((entry) => `'${entry.path.join(" ")}'`)
+    .join(" ");
+  const cases = tree
+    .map(
+      (entry) =>
+        `        case '${entry.path.join(" ")}'\n            printf '%s\\n' ${entry.words.join(" ")}`,
+    )
+    .join("\n");
+  return `# ${name} completion for fish: add to ~/.config/fish/config.fish
+#   ${name} completion fish | source
+function __${name}_words
+    set -l path ''
+    for word in (commandline -opc)[2..-1]
+        string match -q -- '-*' $word; and continue
+        set -l next (string trim -- "$path $word")
+        contains -- $next ${known}; and set path $next
+    end
+    switch $path
+${cases}
+    end
+end
+complete -c ${name} -a '(__${name}_words)'
+`;
+}

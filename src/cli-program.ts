@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { UsageError } from "./cli-errors.js";
 import { addClientCommands } from "./client/index.js";
 import { addServerCommands } from "./server-commands.js";
 import { HANDOFF_VERSION } from "./version.js";
@@ -26,10 +27,15 @@ export function handoffProgram(): Command {
   program.commandsGroup("Shell:");
   program
     .command("completion")
-    .description("print a completion script for bash or zsh: source <(handoff completion)")
-    .action(async () => {
-      const { bashCompletion } = await import("./cli-completion.js");
-      process.stdout.write(bashCompletion(program));
+    .description(
+      "print a completion script: source <(handoff completion) in bash or zsh, handoff completion fish | source in fish",
+    )
+    .argument("[shell]", "bash (also zsh) or fish", "bash")
+    .action(async (shell: string) => {
+      const { bashCompletion, fishCompletion } = await import("./cli-completion.js");
+      if (shell === "fish") process.stdout.write(fishCompletion(program));
+      else if (shell === "bash" || shell === "zsh") process.stdout.write(bashCompletion(program));
+      else throw new UsageError(`no completion for the shell ${shell}: bash, zsh or fish`);
     });
   oneLineErrors(program, "handoff");
   return program;

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { AGENT_TYPES } from "../../domain/agent.js";
 import {
   IdParams,
+  list,
   longTextSchema,
   metadataSchema,
   named,
@@ -143,9 +144,7 @@ export const AgentUpdate = named(
   { description: "The profile fields to change; keys never change here" },
 );
 
-export const AgentList = named("AgentList", z.object({ agents: z.array(AgentListItem) }), {
-  description: "The agents of the caller's account",
-});
+export const AgentList = list("AgentList", "agents", AgentListItem, "The agents of the caller's account");
 
 export const registerAgent = operation({
   operationId: "registerAgent",

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { named, nameSchema, timestamp } from "./common.js";
+import { list, named, nameSchema, timestamp } from "./common.js";
 import { operation } from "./operation.js";
 
 export const IssuedApiKey = named(
@@ -33,7 +33,7 @@ export const listApiKeys = operation({
   tag: "api keys",
   summary: "The caller's account's API keys in use (never the keys themselves), oldest first",
   responses: {
-    200: named("ApiKeyList", z.object({ api_keys: z.array(ApiKey) }), { description: "API keys in use" }),
+    200: list("ApiKeyList", "api_keys", ApiKey, "API keys in use"),
   },
 });
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { BROADCAST_SEVERITIES } from "../../domain/broadcast.js";
-import { count, IdParams, named, timestamp } from "./common.js";
+import { count, IdParams, named, offsetPage, timestamp } from "./common.js";
 import { operation } from "./operation.js";
 
 export const BroadcastSeverity = named("BroadcastSeverity", z.enum(BROADCAST_SEVERITIES), {
@@ -23,16 +23,11 @@ export const Broadcast = named(
 );
 export type Broadcast = z.infer<typeof Broadcast>;
 
-export const BroadcastPage = named(
+export const BroadcastPage = offsetPage(
   "BroadcastPage",
-  z.object({
-    broadcasts: z.array(Broadcast),
-    total: count,
-    limit: count,
-    offset: count,
-    has_more: z.boolean(),
-  }),
-  { description: "A page of the calling agent's unread broadcasts" },
+  "broadcasts",
+  Broadcast,
+  "A page of the calling agent's unread broadcasts",
 );
 export type BroadcastPage = z.infer<typeof BroadcastPage>;
 

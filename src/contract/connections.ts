@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { IdParams, named, timestamp } from "./common.js";
+import { IdParams, list, named, timestamp } from "./common.js";
 import { operation } from "./operation.js";
 
 export const Connection = named(
@@ -40,9 +40,7 @@ export const listConnections = operation({
   tag: "connections",
   summary: "The caller's connections, newest first, with their status",
   responses: {
-    200: named("ConnectionList", z.object({ connections: z.array(Connection) }), {
-      description: "The caller's connections",
-    }),
+    200: list("ConnectionList", "connections", Connection, "The caller's connections"),
   },
 });
 

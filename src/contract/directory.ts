@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { named } from "./common.js";
+import { list, named } from "./common.js";
 import { operation } from "./operation.js";
 
 export const SendableAgent = named(
@@ -43,9 +43,7 @@ export const listSendableAgents = operation({
   tag: "directory",
   summary: "Agents the caller may send to: its own first, then those of connected accounts",
   responses: {
-    200: named("SendableAgentList", z.object({ agents: z.array(SendableAgent) }), {
-      description: "Agents the caller may send to",
-    }),
+    200: list("SendableAgentList", "agents", SendableAgent, "Agents the caller may send to"),
   },
 });
 

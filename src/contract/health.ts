@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { named } from "./common.js";
+import { ErrorBody, named } from "./common.js";
 import { operation, reply } from "./operation.js";
 
 export const Healthy = named("Healthy", z.object({ status: z.literal("ok") }), {
@@ -29,6 +29,7 @@ export const getHealth = operation({
   tag: "health",
   summary: "200 while the process answers",
   responses: { 200: Healthy },
+  needsStorage: false,
 });
 
 export const getReadiness = operation({
@@ -39,8 +40,10 @@ export const getReadiness = operation({
   tag: "health",
   summary:
     "200 when every store answers, the blob disk has room and the projections are caught up; `degraded` names what runs in a fallback",
-  responses: { 200: reply({ description: "Ready to serve", json: Ready }) },
-  errors: [503],
+  responses: {
+    200: reply({ description: "Ready to serve", json: Ready }),
+    503: reply({ description: "NOT_READY: what is missing is in `details`", json: ErrorBody }),
+  },
 });
 
 export const healthOperations = [getHealth, getReadiness];

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ACTOR_KINDS } from "../../domain/recorded-event.js";
-import { byteCount, count, IdParams, named, timestamp } from "./common.js";
+import { byteCount, count, cursorPage, IdParams, list, named, timestamp } from "./common.js";
 import { operation, reply } from "./operation.js";
 
 export const ActorKind = named("ActorKind", z.enum(ACTOR_KINDS), {
@@ -27,18 +27,13 @@ export const HistoryEntry = named(
 );
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
-export const History = named("History", z.object({ entries: z.array(HistoryEntry) }), {
-  description: "Events in log order",
-});
+export const History = list("History", "entries", HistoryEntry, "Events in log order");
 
-export const AuditPage = named(
+export const AuditPage = cursorPage(
   "AuditPage",
-  z.object({
-    entries: z.array(HistoryEntry),
-    next_cursor: z.string().nullable(),
-    has_more: z.boolean(),
-  }),
-  { description: "A page of the account's audit feed" },
+  "entries",
+  HistoryEntry,
+  "A page of the account's audit feed",
 );
 export type AuditPage = z.infer<typeof AuditPage>;
 

@@ -11,6 +11,7 @@ import { historyOperations } from "./history.js";
 import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
+import { resumableOperations } from "./resumable.js";
 import { transferOperations } from "./transfers.js";
 
 /**
@@ -29,6 +30,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...apiKeyOperations,
   ...connectionOperations,
   ...transferOperations,
+  ...resumableOperations,
   ...historyOperations,
   ...broadcastOperations,
   ...adminOperations,

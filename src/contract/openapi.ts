@@ -31,13 +31,19 @@ const SECURITY: Record<Security, Json[]> = {
 };
 
 const integerHeader = (description: string) => ({ description, schema: { type: "integer", minimum: 0 } });
+const INT64 = { type: "integer", format: "int64", minimum: 0 };
+const text = (schema: Json) => ({ type: "string", ...schema });
+/** A header every answer it is documented on carries. */
+const alwaysSent = (description: string, schema: Json) => ({ required: true, description, schema });
 
 const RESPONSE_HEADERS: Record<ResponseHeader | "X-Request-Id", Json> = {
   "X-Request-Id": { description: "The request's id, as in the service's logs", schema: { type: "string" } },
   "X-RateLimit-Limit": integerHeader("Requests allowed in the current one-minute window for this credential"),
   "X-RateLimit-Remaining": integerHeader("Requests left in the current window"),
   "X-RateLimit-Reset": integerHeader("When the current window ends, in Unix seconds"),
-  "Retry-After": integerHeader("Seconds to wait before retrying (sent with the per-minute rate limit)"),
+  "Retry-After": integerHeader(
+    "Seconds to wait before retrying (sent with the per-minute rate limit and with SERVICE_UNAVAILABLE)",
+  ),
   "Idempotent-Replayed": {
     description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
     schema: { type: "string", enum: ["true"] },
@@ -52,6 +58,24 @@ const RESPONSE_HEADERS: Record<ResponseHeader | "X-Request-Id", Json> = {
     description: "`attachment` with the file's name",
     schema: { type: "string" },
   },
+  "Cache-Control": alwaysSent("`no-store`: the answer changes as bytes arrive", text({ enum: ["no-store"] })),
+  "Tus-Resumable": alwaysSent("The tus protocol version of this server", text({ enum: ["1.0.0"] })),
+  "Tus-Version": alwaysSent("The tus protocol versions this server speaks", text({ enum: ["1.0.0"] })),
+  "Tus-Extension": alwaysSent(
+    "The tus extensions this server supports",
+    text({ example: "expiration,checksum,termination" }),
+  ),
+  "Tus-Max-Size": alwaysSent("The upload's declared size in bytes: it takes no more", INT64),
+  "Tus-Checksum-Algorithm": alwaysSent(
+    "The algorithms Upload-Checksum may name",
+    text({ example: "sha1,sha256" }),
+  ),
+  "Upload-Offset": alwaysSent("How many bytes of the upload are stored: the offset to send from", INT64),
+  "Upload-Length": alwaysSent("The upload's declared size in bytes", INT64),
+  "Upload-Expires": alwaysSent(
+    "When the upload link expires, as an HTTP date (RFC 9110)",
+    text({ example: "Wed, 25 Nov 2026 10:00:00 GMT" }),
+  ),
 };
 
 const REQUEST_HEADERS: Record<RequestHeader | "Idempotency-Key", Json> = {
@@ -77,6 +101,28 @@ const REQUEST_HEADERS: Record<RequestHeader | "Idempotency-Key", Json> = {
     description: "One byte range: `bytes=a-b`, `bytes=a-` or `bytes=-n`",
     schema: { type: "string", example: "bytes=0-1023" },
   },
+  "Tus-Resumable": {
+    name: "Tus-Resumable",
+    in: "header",
+    required: true,
+    description: "The tus protocol version the client speaks: it must be 1.0.0",
+    schema: { type: "string", enum: ["1.0.0"] },
+  },
+  "Upload-Offset": {
+    name: "Upload-Offset",
+    in: "header",
+    required: true,
+    description: "The offset the body's bytes go at: the upload's current offset (HEAD tells it)",
+    schema: INT64,
+  },
+  "Upload-Checksum": {
+    name: "Upload-Checksum",
+    in: "header",
+    required: false,
+    description:
+      "The checksum of this request's body: `sha1` or `sha256`, a space, the base64 digest. A mismatch keeps nothing of the request (460)",
+    schema: { type: "string", example: "sha256 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=" },
+  },
 };
 
 const TAGS: Record<string, string> = {
@@ -89,6 +135,7 @@ const TAGS: Record<string, string> = {
   directory: "Agents a caller can send to",
   broadcasts: "Announcements from the operator",
   transfers: "Sending and receiving files",
+  uploads: "Resumable uploads (tus 1.0.0) on a presigned file's `resumable_url`: the token is the capability",
   history: "History, audit feed and compliance report",
   admin: "Operator endpoints (ADMIN_TOKEN)",
 };
@@ -178,24 +225,24 @@ function requestBodyOf(spec: OperationSpec, components: Components): Json | unde
     return {
       required: true,
       description: streamed.description,
-      content: { "application/octet-stream": { schema: BINARY } },
+      content: { [streamed.mediaType ?? "application/octet-stream"]: { schema: BINARY } },
     };
   }
-  const form = components.schemaOf(streamed.fields, "input");
-  const properties = form.properties as Json;
+  // The form's fields are a named schema (a reference): the file parts join it with allOf, which
+  // generated clients type as both, where keywords beside a reference would be dropped.
+  const files = {
+    type: "object",
+    properties: {
+      [streamed.fileField]: { type: "array", items: BINARY, description: "One part per file" },
+    },
+    required: [streamed.fileField],
+  };
   return {
     required: true,
     description: streamed.description,
     content: {
       "multipart/form-data": {
-        schema: {
-          ...form,
-          properties: {
-            ...properties,
-            [streamed.fileField]: { type: "array", items: BINARY, description: "One part per file" },
-          },
-          required: [...((form.required as string[]) ?? []), streamed.fileField],
-        },
+        schema: { allOf: [components.schemaOf(streamed.fields, "input"), files] },
         encoding: { [streamed.fileField]: { contentType: "application/octet-stream" } },
       },
     },

@@ -5,7 +5,7 @@ import type { z } from "zod";
  * serializes with its schemas (src/http/serve.ts), the OpenAPI document is written from it
  * (./openapi.ts), and the SDK's types are generated from that document.
  */
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type Method = "GET" | "HEAD" | "OPTIONS" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /**
  * What a request must carry (decisions 4.3): `apiKey` takes an account's API key or a person's
@@ -15,7 +15,12 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export type Security = "apiKey" | "session" | "connectionToken" | "admin" | "none";
 
 /** The request headers the service reads, beyond Authorization and Content-Type. */
-export type RequestHeader = "X-Service-Agent" | "Range";
+export type RequestHeader =
+  | "X-Service-Agent"
+  | "Range"
+  | "Tus-Resumable"
+  | "Upload-Offset"
+  | "Upload-Checksum";
 
 /** The response headers the service sends that a client may act on. */
 export type ResponseHeader =
@@ -26,7 +31,16 @@ export type ResponseHeader =
   | "Idempotent-Replayed"
   | "Accept-Ranges"
   | "Content-Range"
-  | "Content-Disposition";
+  | "Content-Disposition"
+  | "Cache-Control"
+  | "Tus-Resumable"
+  | "Tus-Version"
+  | "Tus-Extension"
+  | "Tus-Max-Size"
+  | "Tus-Checksum-Algorithm"
+  | "Upload-Offset"
+  | "Upload-Length"
+  | "Upload-Expires";
 
 /** A body that is not JSON: text (e.g. CSV) or bytes (a file). */
 export type RawContent = "text" | "binary";
@@ -42,10 +56,13 @@ export interface Reply<Json extends z.ZodType | undefined = z.ZodType | undefine
 /** A status's answer: a JSON body schema (the common case) or a full reply. */
 export type Answer = z.ZodType | Reply;
 
-/** A request body the route reads itself, streamed: a multipart form with file parts, or raw bytes. */
+/**
+ * A body the route reads itself, streamed: a multipart form with file parts, or raw bytes
+ * (`application/octet-stream` unless `mediaType` names another).
+ */
 export type StreamedBody =
   | { kind: "multipart"; fields: z.ZodObject; fileField: string; description: string }
-  | { kind: "binary"; description: string };
+  | { kind: "binary"; mediaType?: string; description: string };
 
 export interface OperationSpec {
   /** Unique, camelCase: the method name generated clients get. */
@@ -64,16 +81,31 @@ export interface OperationSpec {
   /** A body the handler reads itself; documented, not validated by the framework. */
   streamedBody?: StreamedBody;
   requestHeaders?: readonly RequestHeader[];
-  /** Success answers, by status. */
+  /**
+   * Success answers, by status; also an error status whose answer says more than the error body
+   * (a `reply` with `json: ErrorBody` and headers), which is then left out of `errors`.
+   */
   responses: Record<number, Answer>;
   /**
    * The error statuses this operation decides itself. Those every operation of its kind answers
    * (401 and 429 with credentials, 400 with input, 415 and 413 with a JSON body, 409 with
-   * Idempotency-Key) are added by the rules in ./standard-answers.ts.
+   * Idempotency-Key, 412 with tus, 503 with storage, 507 with file bytes) are added by the rules
+   * in ./standard-answers.ts.
    */
   errors?: readonly number[];
   /** false: Idempotency-Key is ignored (its body or answer is a secret). POSTs honour it otherwise. */
   idempotency?: false;
+  /**
+   * "tus": a tus 1.0.0 upload resource (decisions 7.1). Every answer carries Tus-Resumable, every
+   * request but OPTIONS must send `Tus-Resumable: 1.0.0` (412 otherwise), and the route reads the
+   * body itself (the JSON parsers' 413/415 do not apply).
+   */
+  protocol?: "tus";
+  /**
+   * false: answered without the database, the event store or blob storage (liveness, a tus
+   * OPTIONS), so never 503 SERVICE_UNAVAILABLE.
+   */
+  needsStorage?: false;
 }
 
 /** Declares an operation, keeping its schemas' types for the route's handler. */
@@ -93,5 +125,9 @@ export const honoursIdempotencyKey = (spec: OperationSpec): boolean =>
 /** Whether requests of this operation are counted against the credential's rate limit (decisions 3.15). */
 export const rateLimited = (spec: OperationSpec): boolean =>
   spec.security === "apiKey" || spec.security === "session";
+
+/** Whether the request's body goes through the JSON parsers (and their 413/415). */
+export const parsesJsonBody = (spec: OperationSpec): boolean =>
+  spec.body !== undefined || (spec.protocol !== "tus" && !["GET", "HEAD", "OPTIONS"].includes(spec.method));
 
 export const isReply = (answer: Answer): answer is Reply => "description" in answer && !("_zod" in answer);

@@ -1,7 +1,17 @@
 import { z } from "zod";
 import { MAX_FILES_PER_TRANSFER } from "../../domain/file-names.js";
 import { type TransferStatus as DomainTransferStatus, TRANSFER_MODES } from "../../domain/transfer.js";
-import { byteCount, count, IdParams, longTextSchema, metadataSchema, named, timestamp } from "./common.js";
+import {
+  byteCount,
+  count,
+  cursorPage,
+  IdParams,
+  longTextSchema,
+  metadataSchema,
+  named,
+  offsetPage,
+  timestamp,
+} from "./common.js";
 import { operation, reply } from "./operation.js";
 
 /** Spec 4.9 / section 8: the allowed lifetimes, capped by the plan's retention (decisions 3.13). */
@@ -184,27 +194,14 @@ export const Transfer = named(
   },
 );
 
-export const TransferPage = named(
+export const TransferPage = offsetPage(
   "TransferPage",
-  z.object({
-    transfers: z.array(Transfer),
-    total: count,
-    limit: count,
-    offset: count,
-    has_more: z.boolean(),
-  }),
-  { description: "A page of transfers, newest first" },
+  "transfers",
+  Transfer,
+  "A page of transfers, newest first",
 );
 
-export const InboxPage = named(
-  "InboxPage",
-  z.object({
-    transfers: z.array(Transfer),
-    next_cursor: z.string().nullable().describe("Pass as `cursor` for the next page"),
-    has_more: z.boolean(),
-  }),
-  { description: "Incoming transfers of an agent" },
-);
+export const InboxPage = cursorPage("InboxPage", "transfers", Transfer, "Incoming transfers of an agent");
 
 export const TransferDownload = named(
   "TransferDownload",
@@ -387,7 +384,7 @@ export const deleteTransfer = operation({
   errors: [403, 404],
 });
 
-const TokenParams = z.object({
+export const TokenParams = z.object({
   token: z.string().max(4096).describe("The capability the signed link carries"),
 });
 

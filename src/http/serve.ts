@@ -4,14 +4,17 @@ import type { ErrorBody } from "../contract/common.js";
 import type { OperationSpec } from "../contract/operation.js";
 import { answersOf } from "../contract/standard-answers.js";
 
-/** The JSON body schema of an answer; any body for an answer that is not JSON (a file, CSV). */
+/**
+ * The JSON body schema of an answer; any body for an answer that is not JSON (a file, CSV); no
+ * body (`send()`) for an answer without content.
+ */
 type JsonOf<A> = A extends z.ZodType
   ? A
   : A extends { json: infer Json extends z.ZodType }
     ? Json
     : A extends { raw: object }
       ? z.ZodUnknown
-      : never;
+      : z.ZodVoid;
 type JsonResponses<Responses> = {
   [Status in keyof Responses as JsonOf<Responses[Status]> extends never ? never : Status]: JsonOf<
     Responses[Status]

@@ -1,25 +1,7 @@
 import type { Knex } from "knex";
+/** Decisions 6.4: one account's month, as the log stood at `head_position`; the contract names its shape. */
+import type { ComplianceReport } from "../contract/history.js";
 import { type HistoryRow, historyOf, transferCreations } from "./history.js";
-
-/** Decisions 6.4: one account's month, as the log stood at `head_position`. */
-export interface ComplianceReport {
-  account_id: string;
-  month: string;
-  generated_at: string | null;
-  head_position: string | null;
-  transfers: {
-    created: number;
-    downloaded: number;
-    expired: number;
-    deleted: number;
-    bytes_uploaded: number;
-    downloads: number;
-  };
-  by_agent: { agent_id: string; sent: number; received: number; downloads: number; bytes_uploaded: number }[];
-  api_keys: { created: number; revoked: number };
-  connections: { requested: number; accepted: number; declined: number; revoked: number };
-  erasures: number;
-}
 
 /** `YYYY-MM` → the month's first instant and the next month's, in UTC. */
 export function monthRange(month: string): { from: string; to: string } {

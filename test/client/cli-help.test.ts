@@ -1,6 +1,6 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { afterAll, describe, expect, it } from "vitest";
@@ -140,24 +140,46 @@ describe("handoff --help, --version and completion", () => {
     expect(unknownCommand.stderr).toContain("handoff agents --help");
   });
 
-  it("prints a bash/zsh completion script that completes commands, subcommands and options", async () => {
-    const printed = await run(["completion"], cwd.path, data.path);
-    expect(printed.status).toBe(0);
-    const complete = async (words: string[]) => {
-      const line = `source /dev/stdin <<'EOF'\n${printed.stdout}\nEOF\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _handoff_complete; printf '%s\\n' "\${COMPREPLY[@]}"`;
-      const bash = spawn("bash", ["-c", line], { stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      bash.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString("utf8");
-      });
-      await once(bash, "close");
-      return out.trim().split("\n").filter(Boolean);
-    };
-    expect(await complete(["handoff", "ag"])).toEqual(["agents"]);
-    expect(await complete(["handoff", "agents", ""])).toEqual(
+  /** The words `shell` offers after `words` (the last one being typed), in an empty folder. */
+  async function offered(shell: "bash" | "fish", words: string[]): Promise<string[]> {
+    const printed = await run(["completion", shell], cwd.path, data.path);
+    expect(printed.status, printed.stderr).toBe(0);
+    const script = join(data.path, `completion.${shell}`);
+    writeFileSync(script, printed.stdout);
+    const line =
+      shell === "bash"
+        ? `source '${script}'; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _handoff_complete; printf '%s\\n' "\${COMPREPLY[@]}"`
+        : `source '${script}'; complete -C '${words.join(" ")}'`;
+    const child = spawn(shell, ["-c", line], { cwd: cwd.path, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+    });
+    await once(child, "close");
+    return out.trim().split("\n").filter(Boolean);
+  }
+
+  async function expectCompletes(shell: "bash" | "fish") {
+    expect(await offered(shell, ["handoff", "ag"])).toEqual(["agents"]);
+    expect(await offered(shell, ["handoff", "agents", ""])).toEqual(
       expect.arrayContaining(["list", "get", "update", "delete"]),
     );
-    expect(await complete(["handoff", "send", "--ident"])).toEqual(["--identity"]);
-    expect(await complete(["handoff", "transfers", "list", "--dir"])).toEqual(["--direction"]);
+    expect(await offered(shell, ["handoff", "send", "--ident"])).toEqual(["--identity"]);
+    expect(await offered(shell, ["handoff", "transfers", "list", "--dir"])).toEqual(["--direction"]);
+  }
+
+  it("prints a bash/zsh completion script that completes commands, subcommands and options", () =>
+    expectCompletes("bash"));
+
+  const fishMissing = spawnSync("fish", ["--version"]).status !== 0;
+  it.skipIf(fishMissing)(
+    `prints a fish completion script that completes the same${fishMissing ? " (skipped: no fish on PATH)" : ""}`,
+    () => expectCompletes("fish"),
+  );
+
+  it("names the shells it knows when asked for another", async () => {
+    const printed = await run(["completion", "tcsh"], cwd.path, data.path);
+    expect(printed.status).toBe(1);
+    expect(printed.stderr).toContain("no completion for the shell tcsh: bash, zsh or fish");
   });
 });

@@ -146,6 +146,40 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
     );
   });
 
+  it("describes every tool to a model: its answer's schema, each parameter, its hints and what a call uses up", async () => {
+    const { tools } = await sender.client.listTools();
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    for (const tool of tools) {
+      expect(tool.outputSchema?.type, tool.name).toBe("object");
+      expect(Object.keys(tool.outputSchema?.properties ?? {}).length, tool.name).toBeGreaterThan(0);
+      for (const [name, parameter] of Object.entries(tool.inputSchema.properties ?? {})) {
+        expect((parameter as { description?: string }).description, `${tool.name}.${name}`).toMatch(/\w/);
+      }
+      expect(Object.keys(tool.annotations ?? {}).sort(), tool.name).toEqual(
+        ["destructiveHint", "openWorldHint", "readOnlyHint"].sort(),
+      );
+      expect(tool.description, tool.name).toMatch(/Uses up/);
+    }
+    const expiresIn = byName.get("send_file")?.inputSchema.properties?.expires_in as { enum?: string[] };
+    expect(expiresIn.enum).toEqual(["1h", "12h", "24h", "7d", "14d", "30d", "90d"]);
+    expect(byName.get("download_transfer")?.description).toContain("Uses up one of the transfer's downloads");
+    expect(byName.get("download_transfer")?.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      openWorldHint: true,
+    });
+    for (const reader of ["check_inbox", "list_connections", "get_profile"]) {
+      expect(byName.get(reader)?.annotations, reader).toMatchObject({
+        readOnlyHint: true,
+        destructiveHint: false,
+      });
+    }
+    expect(byName.get("send_file")?.annotations).toMatchObject({
+      readOnlyHint: false,
+      destructiveHint: false,
+    });
+  });
+
   it("sends a file between two agents, lists it in the inbox and downloads it decrypted and scanned", async () => {
     const bytes = randomBytes(150_000);
     const transfer = await sender.ok<{ id: string; mode: string; is_encrypted: boolean; recipient: string }>(

@@ -604,10 +604,17 @@ export interface paths {
         /** Upload one file of a presigned transfer (signed link, no Authorization) */
         put: operations["uploadFile"];
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
+        /** tus termination: remove the upload (until confirm); confirm then names the file as missing */
+        delete: operations["terminateUpload"];
+        /** tus: what this upload resource supports */
+        options: operations["getUploadOptions"];
+        /** tus: how many bytes are stored (the offset to resume from), the length and the expiry */
+        head: operations["getUploadOffset"];
+        /**
+         * tus: append bytes at Upload-Offset
+         * @description Bytes acknowledged by the 204 survive a crash or restart of the service. Refused: another content type (415), past the declared size (413).
+         */
+        patch: operations["appendUpload"];
         trace?: never;
     };
     "/v1/files/{token}": {
@@ -1018,6 +1025,7 @@ export interface components {
         /** @description A page of the account's audit feed */
         AuditPage: {
             entries: components["schemas"]["HistoryEntry"][];
+            /** @description Pass as `cursor` for the next page */
             next_cursor: string | null;
             has_more: boolean;
         };
@@ -1906,6 +1914,12 @@ export interface components {
         "X-Service-Agent": string;
         /** @description One byte range: `bytes=a-b`, `bytes=a-` or `bytes=-n` */
         Range: string;
+        /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+        "Tus-Resumable": "1.0.0";
+        /** @description The offset the body's bytes go at: the upload's current offset (HEAD tells it) */
+        "Upload-Offset": number;
+        /** @description The checksum of this request's body: `sha1` or `sha256`, a space, the base64 digest. A mismatch keeps nothing of the request (460) */
+        "Upload-Checksum": string;
     };
     requestBodies: never;
     headers: {
@@ -1917,7 +1931,7 @@ export interface components {
         "X-RateLimit-Remaining": number;
         /** @description When the current window ends, in Unix seconds */
         "X-RateLimit-Reset": number;
-        /** @description Seconds to wait before retrying (sent with the per-minute rate limit) */
+        /** @description Seconds to wait before retrying (sent with the per-minute rate limit and with SERVICE_UNAVAILABLE) */
         "Retry-After": number;
         /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
         "Idempotent-Replayed": "true";
@@ -1927,6 +1941,24 @@ export interface components {
         "Content-Range": string;
         /** @description `attachment` with the file's name */
         "Content-Disposition": string;
+        /** @description `no-store`: the answer changes as bytes arrive */
+        "Cache-Control": "no-store";
+        /** @description The tus protocol version of this server */
+        "Tus-Resumable": "1.0.0";
+        /** @description The tus protocol versions this server speaks */
+        "Tus-Version": "1.0.0";
+        /** @description The tus extensions this server supports */
+        "Tus-Extension": string;
+        /** @description The upload's declared size in bytes: it takes no more */
+        "Tus-Max-Size": number;
+        /** @description The algorithms Upload-Checksum may name */
+        "Tus-Checksum-Algorithm": string;
+        /** @description How many bytes of the upload are stored: the offset to send from */
+        "Upload-Offset": number;
+        /** @description The upload's declared size in bytes */
+        "Upload-Length": number;
+        /** @description When the upload link expires, as an HTTP date (RFC 9110) */
+        "Upload-Expires": string;
     };
     pathItems: never;
 }
@@ -1973,10 +2005,11 @@ export interface operations {
                     "application/json": components["schemas"]["Ready"];
                 };
             };
-            /** @description The service is not ready (NOT_READY, with what is missing in `details`) */
+            /** @description NOT_READY: what is missing is in `details` */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2049,6 +2082,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -2099,6 +2143,17 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2192,6 +2247,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -2267,6 +2333,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -2304,6 +2384,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2366,6 +2460,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2483,6 +2591,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -2532,6 +2654,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -2552,6 +2688,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MailDelivery"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             "4XX": components["responses"]["ProtocolRefusal"];
@@ -2612,6 +2759,17 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2688,6 +2846,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -2741,6 +2910,17 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2843,6 +3023,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2982,6 +3176,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -3066,6 +3275,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -3103,6 +3324,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3194,6 +3429,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3311,6 +3560,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3457,6 +3720,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -3494,6 +3771,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3586,6 +3877,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -3651,6 +3956,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -3688,6 +4007,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3827,6 +4160,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -3959,6 +4307,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -4078,6 +4441,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -4115,6 +4492,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4268,6 +4659,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -4402,6 +4808,21 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4548,6 +4969,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -4652,6 +5088,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -4723,6 +5173,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -4739,7 +5203,10 @@ export interface operations {
         /** @description The transfer's fields, then one `files` part per file (its filename and Content-Type kept) */
         requestBody: {
             content: {
-                "multipart/form-data": components["schemas"]["TransferForm"];
+                "multipart/form-data": components["schemas"]["TransferForm"] & {
+                    /** @description One part per file */
+                    files: string[];
+                };
             };
         };
         responses: {
@@ -4859,6 +5326,35 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INSUFFICIENT_STORAGE: the server's storage is full; nothing of this request was stored */
+            507: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5000,6 +5496,21 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5160,6 +5671,21 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -5247,6 +5773,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -5313,6 +5853,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5430,6 +5984,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5562,6 +6130,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -5636,6 +6218,441 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INSUFFICIENT_STORAGE: the server's storage is full; nothing of this request was stored */
+            507: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    terminateUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+                "Tus-Resumable": components["parameters"]["Tus-Resumable"];
+            };
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Terminated: later requests on it answer 404 */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the request does not send `Tus-Resumable: 1.0.0` */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UPLOAD_LOCKED: another request is writing this upload; retry shortly */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getUploadOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tus version, extensions, checksum algorithms and the most bytes it takes */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Version": components["headers"]["Tus-Version"];
+                    "Tus-Extension": components["headers"]["Tus-Extension"];
+                    "Tus-Max-Size": components["headers"]["Tus-Max-Size"];
+                    "Tus-Checksum-Algorithm": components["headers"]["Tus-Checksum-Algorithm"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getUploadOffset: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+                "Tus-Resumable": components["parameters"]["Tus-Resumable"];
+            };
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload's offset, declared length and expiry; never cached */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Upload-Offset": components["headers"]["Upload-Offset"];
+                    "Upload-Length": components["headers"]["Upload-Length"];
+                    "Upload-Expires": components["headers"]["Upload-Expires"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the request does not send `Tus-Resumable: 1.0.0` */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UPLOAD_LOCKED: another request is writing this upload; retry shortly */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    appendUpload: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The tus protocol version the client speaks: it must be 1.0.0 */
+                "Tus-Resumable": components["parameters"]["Tus-Resumable"];
+                /** @description The offset the body's bytes go at: the upload's current offset (HEAD tells it) */
+                "Upload-Offset": components["parameters"]["Upload-Offset"];
+                /** @description The checksum of this request's body: `sha1` or `sha256`, a space, the base64 digest. A mismatch keeps nothing of the request (460) */
+                "Upload-Checksum"?: components["parameters"]["Upload-Checksum"];
+            };
+            path: {
+                /** @description The capability the signed link carries */
+                token: string;
+            };
+            cookie?: never;
+        };
+        /** @description The upload's next bytes, from Upload-Offset */
+        requestBody: {
+            content: {
+                "application/offset+octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Appended: Upload-Offset is the new offset */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Upload-Offset": components["headers"]["Upload-Offset"];
+                    "Upload-Expires": components["headers"]["Upload-Expires"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description OFFSET_MISMATCH: Upload-Offset is not the upload's offset; resume from the one this answer gives */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Upload-Offset": components["headers"]["Upload-Offset"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the request does not send `Tus-Resumable: 1.0.0` */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UPLOAD_LOCKED: another request is writing this upload; retry shortly */
+            423: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description CHECKSUM_MISMATCH: the bytes do not match Upload-Checksum; nothing of this request was kept */
+            460: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description INSUFFICIENT_STORAGE: the server's storage is full; nothing of this request was stored */
+            507: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Tus-Resumable": components["headers"]["Tus-Resumable"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5726,6 +6743,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -5792,6 +6820,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5882,6 +6924,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -5955,6 +7011,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -6009,6 +7079,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6105,6 +7189,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -6178,6 +7274,20 @@ export interface operations {
             };
             /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6297,6 +7407,20 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -6381,6 +7505,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -6454,6 +7590,17 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6554,6 +7701,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -6638,6 +7797,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
@@ -6715,6 +7886,18 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };

@@ -10,19 +10,25 @@ import type {
   AccountAgent,
   Agent,
   AgentChanges,
+  AgentList,
   ApiKeyInfo,
+  ApiKeyList,
   AuditPage,
   BroadcastPage,
   BroadcastSeverity,
   ComplianceReport,
   Connection,
+  ConnectionList,
+  History,
   HistoryEntry,
   InboxPage,
   IssuedApiKey,
+  ListedAgent,
   Profile,
   ResolvedAgent,
   RevokedApiKey,
   SendableAgent,
+  SendableAgentList,
   Transfer,
   TransferPage,
   TransferStatus,
@@ -190,7 +196,7 @@ export class HandoffClient {
 
   /** The account's connections (decisions 3.18). */
   async connections(): Promise<Connection[]> {
-    const answer = await this.transport.json<{ connections: Connection[] }>({
+    const answer = await this.transport.json<ConnectionList>({
       method: "GET",
       url: "/v1/connections",
       idempotent: true,
@@ -209,7 +215,7 @@ export class HandoffClient {
   }
 
   private async entries(url: string): Promise<HistoryEntry[]> {
-    const answer = await this.transport.json<{ entries: HistoryEntry[] }>({
+    const answer = await this.transport.json<History>({
       method: "GET",
       url,
       idempotent: true,
@@ -259,7 +265,7 @@ export class HandoffClient {
 
   /** Agents this account may send to: its own first, then those of connected accounts (spec 4.6). */
   async sendable(): Promise<SendableAgent[]> {
-    const answer = await this.transport.json<{ agents: SendableAgent[] }>({
+    const answer = await this.transport.json<SendableAgentList>({
       method: "GET",
       url: "/v1/agents/sendable",
       idempotent: true,
@@ -276,8 +282,8 @@ export class HandoffClient {
   }
 
   /** The account's agents, oldest first, disconnected ones included (spec 4.3). */
-  async agents(): Promise<AccountAgent[]> {
-    const answer = await this.transport.json<{ agents: AccountAgent[] }>({
+  async agents(): Promise<ListedAgent[]> {
+    const answer = await this.transport.json<AgentList>({
       method: "GET",
       url: "/v1/agents",
       idempotent: true,
@@ -338,7 +344,7 @@ export class HandoffClient {
 
   /** The account's API keys in use, oldest first (never the keys themselves). */
   async apiKeys(): Promise<ApiKeyInfo[]> {
-    const answer = await this.transport.json<{ api_keys: ApiKeyInfo[] }>({
+    const answer = await this.transport.json<ApiKeyList>({
       method: "GET",
       url: "/v1/api-keys",
       idempotent: true,

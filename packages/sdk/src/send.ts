@@ -230,7 +230,7 @@ async function sendPresigned(transport: Transport, fields: Fields, files: Outgoi
       throw new HandoffError("UNEXPECTED_ANSWER", `the server gave no upload link for ${file.name}`);
     }
     await transport.send({
-      method: link.method === "POST" ? "POST" : "PUT",
+      method: link.method,
       url: link.upload_url,
       idempotent: true,
       body: () => ({

@@ -1,4 +1,4 @@
-import type { AccountAgent, AgentChanges, HandoffClient } from "@handoff/sdk";
+import type { AgentChanges, HandoffClient, ListedAgent } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
 import { confirmed } from "../confirm.js";
 import { accountClient } from "../environment.js";
@@ -8,7 +8,7 @@ import { printList } from "../table.js";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The account's agent with this slug that is not disconnected (a slug is unique among those). */
-export async function agentBySlug(client: HandoffClient, slug: string): Promise<AccountAgent | undefined> {
+export async function agentBySlug(client: HandoffClient, slug: string): Promise<ListedAgent | undefined> {
   return (await client.agents()).find(
     (agent) => agent.agent_id === slug && agent.connection_status !== "disconnected",
   );
@@ -28,7 +28,7 @@ export async function agentUuid(client: HandoffClient, agent: string): Promise<s
 /** `handoff agents list [--json]`. */
 export async function agentsList(values: { json?: boolean }): Promise<number> {
   const agents = await accountClient("cli").agents();
-  printList<AccountAgent>(
+  printList<ListedAgent>(
     values.json,
     { agents },
     agents,
@@ -65,7 +65,8 @@ function agentChanges(values: AgentUpdateOptions): AgentChanges {
   const changes: AgentChanges = {};
   if (values.name !== undefined) changes.name = values.name;
   if (values.description !== undefined) changes.description = values.description || null;
-  if (values.agentType !== undefined) changes.agent_type = values.agentType;
+  // Any text goes: the server refuses an unknown type with 400 naming the allowed ones.
+  if (values.agentType !== undefined) changes.agent_type = values.agentType as AgentChanges["agent_type"];
   if (values.webhookUrl !== undefined) changes.webhook_url = values.webhookUrl || null;
   if (values.metadata !== undefined) changes.metadata = metadataOption(values.metadata);
   if (Object.keys(changes).length === 0)

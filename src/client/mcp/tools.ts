@@ -1,11 +1,13 @@
 import { isAbsolute } from "node:path";
 import { type HandoffClient, SDK_VERSION, type ShieldLevel } from "@handoff/sdk";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { McpServer, type ToolCallback } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { EXPIRES_IN_SECONDS, type ExpiresIn } from "../../contract/transfers.js";
 import { MAX_INBOX_WAIT_SECONDS, wholeInbox } from "../commands/inbox.js";
 import { receiveInto } from "../commands/receive.js";
 import { describeError } from "../errors.js";
+import { InboxListing, Profile, Reachable, ReceivedTransfer, Transfer } from "./answers.js";
 
 export interface McpOptions {
   client: HandoffClient;
@@ -26,40 +28,77 @@ function failure(error: unknown): CallToolResult {
   return { content: [{ type: "text", text: describeError(error) }], isError: true };
 }
 
-const guarded =
-  <I>(work: (input: I) => Promise<object>) =>
-  async (input: I): Promise<CallToolResult> => {
+/** What a model is told of a tool: every hint set, so no client has to guess a default. */
+interface ToolSpec<Input extends z.ZodRawShape, Output extends z.ZodObject> {
+  description: string;
+  inputSchema: Input;
+  outputSchema: Output;
+  annotations: Required<Pick<ToolAnnotations, "readOnlyHint" | "destructiveHint" | "openWorldHint">>;
+}
+
+/**
+ * Registers a tool whose work returns what its outputSchema declares (the MCP SDK checks the
+ * answer against it too); a failure becomes an isError result.
+ */
+function addTool<Input extends z.ZodRawShape, Output extends z.ZodObject>(
+  server: McpServer,
+  name: string,
+  spec: ToolSpec<Input, Output>,
+  work: (input: z.output<z.ZodObject<Input>>) => Promise<z.input<Output>>,
+): void {
+  const run = async (input: z.output<z.ZodObject<Input>>): Promise<CallToolResult> => {
     try {
       return answer(await work(input));
     } catch (error) {
       return failure(error);
     }
   };
+  // The SDK's callback type is conditional on the shape, which TypeScript cannot resolve for a
+  // generic one: `run` takes the shape's parsed input, which is what the SDK passes.
+  server.registerTool(name, spec, run as unknown as ToolCallback<Input>);
+}
+
+const NO_INPUT = {};
 
 /** The Handoff MCP server with the five tools of decisions 5.5, acting as the client's agent. */
 export function handoffMcpServer({ client, shield, downloadsDir }: McpOptions): McpServer {
   const server = new McpServer({ name: "handoff", version: SDK_VERSION }, { capabilities: { logging: {} } });
 
-  server.registerTool(
+  addTool(
+    server,
     "send_file",
     {
       description:
-        "Send files to an agent (its slug) or a person (an e-mail address), encrypted end to end and signed. Returns the transfer.",
+        "Send files to an agent (its slug) or a person (an e-mail address), encrypted end to end and signed. Returns the transfer. Uses up one of the plan's transfers this month, and storage for the files until they are deleted or expire.",
       inputSchema: {
-        to: z.string().min(1).describe("recipient: an agent slug, or an e-mail address for a person"),
+        to: z.string().min(1).describe("The recipient: an agent's slug, or an e-mail address for a person"),
         paths: z
           .array(absolutePath)
           .min(1)
           .describe(
-            "absolute paths of the files (or folders: their regular files go, named relative to the folder's parent) to send",
+            "Absolute paths of the files (or folders: their regular files go, named relative to the folder's parent) to send",
           ),
-        message: z.string().optional(),
-        max_downloads: z.number().int().min(1).max(1000).optional(),
-        expires_in: z.string().optional().describe('how long the transfer lives, e.g. "1h", "24h", "7d"'),
-        account: z.string().optional().describe("the recipient's account, when the slug is ambiguous"),
+        message: z.string().max(4000).optional().describe("A note the recipient sees with the files"),
+        max_downloads: z
+          .number()
+          .int()
+          .min(1)
+          .max(1000)
+          .optional()
+          .describe("How many downloads the transfer allows before it ends (default 10)"),
+        expires_in: z
+          .enum(Object.keys(EXPIRES_IN_SECONDS) as [ExpiresIn, ...ExpiresIn[]])
+          .optional()
+          .describe("How long the transfer lives (default 24h), capped by the plan's retention"),
+        account: z
+          .string()
+          .optional()
+          .describe("The recipient's account (its id or e-mail), when the slug is on more than one account"),
       },
+      outputSchema: Transfer,
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
     },
-    guarded((input) =>
+    (input) =>
       client.send({
         to: input.to,
         paths: input.paths,
@@ -68,55 +107,75 @@ export function handoffMcpServer({ client, shield, downloadsDir }: McpOptions): 
         expiresIn: input.expires_in,
         account: input.account,
       }),
-    ),
   );
 
-  server.registerTool(
+  addTool(
+    server,
     "check_inbox",
     {
-      description: "List the transfers waiting in this agent's inbox, optionally waiting for a new one.",
+      description:
+        "List the transfers waiting in this agent's inbox, optionally waiting for a new one. Uses up nothing: downloads are counted only by download_transfer.",
       inputSchema: {
-        wait_seconds: z.number().int().min(0).max(MAX_INBOX_WAIT_SECONDS).default(0),
+        wait_seconds: z
+          .number()
+          .int()
+          .min(0)
+          .max(MAX_INBOX_WAIT_SECONDS)
+          .default(0)
+          .describe("Seconds to wait for a new transfer when the inbox is empty (0: answer at once)"),
       },
-      annotations: { readOnlyHint: true },
+      outputSchema: InboxListing,
+      annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
     },
-    guarded((input) => wholeInbox(client, input.wait_seconds)),
+    (input) => wholeInbox(client, input.wait_seconds),
   );
 
-  server.registerTool(
+  addTool(
+    server,
     "download_transfer",
     {
       description:
-        "Download, verify, decrypt and scan (Shield) a transfer's files into a folder. Returns each file's path, size and Shield verdict; a blocked file is not written.",
+        "Download, verify, decrypt and scan (Shield) a transfer's files into a folder. Returns each file's path, size and Shield verdict; a blocked file is not written. Uses up one of the transfer's downloads (max_downloads); the last one ends the transfer and, when it was sent with auto_delete, deletes its files from the server.",
       inputSchema: {
-        transfer_id: z.string().min(1),
-        out_dir: absolutePath.optional().describe("absolute folder to write into, created when missing"),
+        transfer_id: z.string().min(1).describe("The transfer's id, as check_inbox lists it"),
+        out_dir: absolutePath
+          .optional()
+          .describe(
+            "Absolute folder to write into, created when missing (default: the server's downloads folder)",
+          ),
       },
+      outputSchema: ReceivedTransfer,
+      annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
     },
-    guarded((input) =>
-      receiveInto(client, input.transfer_id, { outDir: input.out_dir ?? downloadsDir, shield }),
-    ),
+    (input) => receiveInto(client, input.transfer_id, { outDir: input.out_dir ?? downloadsDir, shield }),
   );
 
-  server.registerTool(
+  addTool(
+    server,
     "list_connections",
     {
-      description: "The account connections, and the agents this agent can send to.",
-      annotations: { readOnlyHint: true },
+      description: "The account's connections, and the agents this agent can send to. Uses up nothing.",
+      inputSchema: NO_INPUT,
+      outputSchema: Reachable,
+      annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
     },
-    guarded(async () => {
+    async () => {
       const [connections, sendable] = await Promise.all([client.connections(), client.sendable()]);
       return { connections, sendable };
-    }),
+    },
   );
 
-  server.registerTool(
+  addTool(
+    server,
     "get_profile",
     {
-      description: "This agent's startup profile: agent, plan limits, inbox summary, urgent broadcasts.",
-      annotations: { readOnlyHint: true },
+      description:
+        "This agent's startup profile: agent, plan limits, inbox summary, urgent broadcasts. Uses up nothing.",
+      inputSchema: NO_INPUT,
+      outputSchema: Profile,
+      annotations: { readOnlyHint: true, destructiveHint: false, openWorldHint: false },
     },
-    guarded(() => client.profile()),
+    () => client.profile(),
   );
 
   return server;

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { LocalBlobUrls, UploadClaims } from "../../blobs/local-urls.js";
 import { BlobTooLargeError } from "../../blobs/port.js";
 import {
@@ -13,17 +12,15 @@ import {
   type UploadTarget,
   UploadTerminatedError,
 } from "../../blobs/resumable/port.js";
-import { ErrorBody } from "../../contract/common.js";
+import * as api from "../../contract/resumable.js";
 import { uploadableStatus } from "../../queries/transfers.js";
 import { fileTooLarge, HttpError, validationError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
+import { serve } from "../serve.js";
 
 const TUS_VERSION = "1.0.0";
 const TUS_EXTENSIONS = "expiration,checksum,termination";
 const OFFSET_STREAM = "application/offset+octet-stream";
-const NONE = { auth: "none" as const };
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, ErrorBody]));
-const tokenParams = z.object({ token: z.string().max(4096) });
 
 const noSuchUpload = () =>
   new HttpError(404, "NOT_FOUND", "no such upload: the link is invalid or the upload was terminated");
@@ -123,10 +120,7 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
     const routes = app.withTypeProvider<ZodTypeProvider>();
 
     routes.route({
-      method: "OPTIONS",
-      url: "/v1/uploads/:token",
-      config: NONE,
-      schema: { tags: ["uploads"], summary: "tus: what this upload resource supports", params: tokenParams },
+      ...serve(api.getUploadOptions),
       handler: async (request, reply) => {
         const target = targetOf(request.params.token);
         return reply
@@ -140,14 +134,7 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
     });
 
     routes.route({
-      method: "HEAD",
-      url: "/v1/uploads/:token",
-      config: NONE,
-      schema: {
-        tags: ["uploads"],
-        summary: "tus: the upload's offset (how many bytes are stored), length and expiry",
-        params: tokenParams,
-      },
+      ...serve(api.getUploadOffset),
       handler: async (request, reply) => {
         requireTus(request);
         const target = targetOf(request.params.token);
@@ -165,18 +152,7 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
     });
 
     routes.route({
-      method: "PATCH",
-      url: "/v1/uploads/:token",
-      config: NONE,
-      schema: {
-        tags: ["uploads"],
-        summary: "tus: append bytes at Upload-Offset (Content-Type: application/offset+octet-stream)",
-        params: tokenParams,
-        response: {
-          204: z.null().describe("appended"),
-          ...errors(400, 404, 409, 410, 412, 413, 415, 423, 460),
-        },
-      },
+      ...serve(api.appendUpload),
       handler: async (request, reply) => {
         requireTus(request);
         const target = targetOf(request.params.token);
@@ -213,27 +189,18 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
           .status(204)
           .header("upload-offset", newOffset)
           .header("upload-expires", target.expiresAt.toUTCString())
-          .send(null);
+          .send();
       },
     });
 
     routes.route({
-      method: "DELETE",
-      url: "/v1/uploads/:token",
-      config: NONE,
-      schema: {
-        tags: ["uploads"],
-        summary:
-          "tus termination: removes the upload (until confirm); confirm then names the file as missing",
-        params: tokenParams,
-        response: { 204: z.null().describe("terminated"), ...errors(404, 410, 412, 423) },
-      },
+      ...serve(api.terminateUpload),
       handler: async (request, reply) => {
         requireTus(request);
         const target = targetOf(request.params.token);
         await requirePending(target);
         await blobs.resumable.terminate(target).catch((error) => tusError(error, reply));
-        return reply.status(204).send(null);
+        return reply.status(204).send();
       },
     });
   };
