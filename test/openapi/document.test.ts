@@ -1,6 +1,8 @@
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DOCUMENTED_SERVER,
@@ -29,7 +31,7 @@ interface Operation {
 }
 interface Document {
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Json };
+  components: { securitySchemes: Json; schemas: Record<string, { examples?: unknown[] }> };
 }
 
 const committed = () => readFileSync(OPENAPI_FILE, "utf8");
@@ -73,6 +75,22 @@ describe("the OpenAPI document", () => {
     };
     expect(report.problems).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  });
+
+  it("gives examples that its own schemas accept", () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    ajv.addFormat("int64", { type: "number", validate: (value: number) => Number.isSafeInteger(value) });
+    ajv.addSchema(document, "openapi.json");
+    const wrong: string[] = [];
+    const withExamples = Object.entries(document.components.schemas).filter(([, schema]) => schema.examples);
+    for (const [name, schema] of withExamples) {
+      const validate = ajv.compile({ $ref: `openapi.json#/components/schemas/${name}` });
+      for (const example of schema.examples ?? [])
+        if (!validate(example)) wrong.push(`${name}: ${ajv.errorsText(validate.errors)}`);
+    }
+    expect(withExamples.length).toBeGreaterThan(10);
+    expect(wrong).toEqual([]);
   });
 
   it("names every operation with a unique camelCase operationId and only declared security schemes", () => {
