@@ -3,7 +3,7 @@
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
  *
  *   npm run bench                      every benchmark
- *   npm run bench -- small history     only those named (upload, small, history, client, shield, shield-loop, python, webhooks)
+ *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, webhooks)
  *
  * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BENCHMARKS: Record<string, string> = {
   upload: "bench/transfer-throughput.ts",
+  resumable: "bench/resumable-upload.ts",
   small: "bench/small-transfers.ts",
   history: "bench/history.ts",
   client: "bench/client-transfer.ts",

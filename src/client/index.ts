@@ -66,8 +66,8 @@ export function addClientCommands(program: Command): void {
   program
     .command("send")
     .description("encrypt, sign and send files to an agent or a person; prints the transfer")
-    .usage("--identity FILE --to RECIPIENT [options] PATH...")
-    .argument("<PATH...>", "the files to send")
+    .usage("--identity FILE --to RECIPIENT [options] PATH... | --resume TRANSFER_ID --identity FILE")
+    .argument("[PATH...]", "the files and folders to send")
     .option("--identity <FILE>", "the sending agent's identity file")
     .option("--to <RECIPIENT>", "an agent slug or a person's e-mail address")
     .option("--account <A>", "the recipient's account (e-mail, UUID or name) when the slug is ambiguous")
@@ -76,6 +76,10 @@ export function addClientCommands(program: Command): void {
     .option("--expires-in <DURATION>", "1h, 12h, 24h, 7d, 14d, 30d or 90d, within the plan's retention")
     .option("--plain", "send unencrypted (the server can read the files; a warning says so)")
     .option("--accept-rotation", "take the recipient's changed keys instead of refusing them")
+    .option(
+      "--resume <TRANSFER_ID>",
+      "finish a send that was interrupted, from its state beside the identity file (FILE.sends/)",
+    )
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/send.js")).send));
 

@@ -117,7 +117,23 @@ export const RegisteredAgent = named(
     created_at: timestamp,
     message: z.string(),
   }),
-  { description: "A newly registered agent; two-step registrations carry their connection token" },
+  {
+    description: "A newly registered agent; two-step registrations carry their connection token",
+    example: {
+      id: "6f1c2b7e-3d4a-4c5b-9e8f-0a1b2c3d4e5f",
+      agent_id: "report-bot",
+      name: null,
+      connection_status: "connected",
+      public_key: "q1v9Tq4mXo5b3n1d6QmJt2yCk6g0Yw4oH2rj5m8Yb2c=",
+      key_version: 1,
+      connection_token: null,
+      claim_code: null,
+      token_expires_at: null,
+      inbox_url: "http://127.0.0.1:8080/v1/transfers/inbox?agent_id=report-bot",
+      created_at: "2026-01-01T12:00:00.000Z",
+      message: "Agent report-bot is registered and connected.",
+    },
+  },
 );
 
 export const AgentConnection = named("AgentConnection", z.object({ public_key: publicKey, ...keyFields }), {

@@ -177,14 +177,14 @@ describe("handoff client commands against a running server", () => {
       expect(filesUnder(dir)).toEqual(Object.keys(contents).sort());
     });
 
-    it("draws a progress bar per file on stderr when stderr is a terminal", async () => {
+    it("draws a progress bar per file on stderr when stderr is a terminal, with its speed and time left", async () => {
       const bytes = randomBytes(4 * 1024 * 1024);
       const run = await handoffInTerminal(
         ["send", "--identity", alice.path, "--to", bob.slug, file("progress.bin", bytes)],
         env,
       );
       expect(run.status).toBe(0);
-      expect(run.stdout).toMatch(/progress\.bin \[[█░]+\] 100% 4\.0\/4\.0 MiB/);
+      expect(run.stdout).toMatch(/progress\.bin \[[█░]+\] 100% 4\.0\/4\.0 MiB \d+\.\d MiB\/s 0:00 left/);
     });
 
     it("sends unencrypted with --plain, saying so on stderr, and receive still writes the bytes", async () => {

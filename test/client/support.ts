@@ -4,7 +4,7 @@ import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
-import { tempDir } from "../support/databases.js";
+import { postgresServer, tempDir } from "../support/databases.js";
 import { freePort } from "../support/server-process.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -17,16 +17,27 @@ export function cliAnywhere(): string[] {
   return ["--conditions=source", "--import", tsx, join(ROOT, "src/cli.ts")];
 }
 
-/** The real service on PGlite, listening on a real port so that child processes can reach it. */
+/** The real service (on PGlite, or PostgreSQL when asked and there is one), listening on a real port so that child processes can reach it. */
 export interface ListeningServer extends TestApp {
   baseUrl: string;
   blobsDir: string;
 }
 
-export async function startListeningServer(): Promise<ListeningServer> {
+/**
+ * `env` adds to the server's settings (PUBLIC_BASE_URL naming a proxy in front of it); `postgres`
+ * puts it on PostgreSQL when the tests have one (PGlite starts slowly on a loaded machine), for
+ * tests that do not read the embedded database in DATA_DIR themselves.
+ */
+export async function startListeningServer(
+  env: Record<string, string> = {},
+  { postgres = false }: { postgres?: boolean } = {},
+): Promise<ListeningServer> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const app = await startTestApp({ env: { PORT: String(port), PUBLIC_BASE_URL: baseUrl } });
+  const app = await startTestApp({
+    database: postgres && postgresServer ? "postgres" : "pglite",
+    env: { PORT: String(port), PUBLIC_BASE_URL: baseUrl, ...env },
+  });
   await app.app.listen({ port, host: "127.0.0.1" });
   return { ...app, baseUrl, blobsDir: join(app.service.config.dataDir, "blobs") };
 }

@@ -143,3 +143,38 @@ export async function startS3Server(
     throw error;
   }
 }
+
+/** s3rver as a service's blob store: the S3_* settings that point the service at it. */
+export interface TestS3Store {
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts s3rver for a service in this process: its key pair goes into AWS_ACCESS_KEY_ID and
+ * AWS_SECRET_ACCESS_KEY (where the AWS SDK reads credentials) until `stop()` puts them back.
+ */
+export async function startS3Store(): Promise<TestS3Store> {
+  const saved = {
+    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY,
+  };
+  const s3 = await startS3Server();
+  process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
+  return {
+    env: {
+      S3_BUCKET: s3.bucket,
+      S3_ENDPOINT: s3.endpoint,
+      S3_REGION: s3.region,
+      S3_FORCE_PATH_STYLE: "true",
+    },
+    async stop() {
+      await s3.stop();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    },
+  };
+}

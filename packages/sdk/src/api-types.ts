@@ -1075,7 +1075,14 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** @description An API key in use (never the key itself) */
+        /**
+         * @description An API key in use (never the key itself)
+         * @example {
+         *       "id": "0b6e4f7a-2c1d-4e3f-8a9b-1c2d3e4f5a6b",
+         *       "name": "ci",
+         *       "created_at": "2026-01-01T12:00:00.000Z"
+         *     }
+         */
         ApiKey: {
             /** Format: uuid */
             id: string;
@@ -1218,7 +1225,21 @@ export interface components {
             key_version: number;
             message: string;
         };
-        /** @description A connection between the caller's account and another (decisions 3.18) */
+        /**
+         * @description A connection between the caller's account and another (decisions 3.18)
+         * @example {
+         *       "id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+         *       "status": "active",
+         *       "direction": "outgoing",
+         *       "peer_account": {
+         *         "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+         *         "name": "Partner Ltd",
+         *         "email_masked": "p*****r@example.com"
+         *       },
+         *       "created_at": "2026-01-01T12:00:00.000Z",
+         *       "updated_at": "2026-01-01T12:05:00.000Z"
+         *     }
+         */
         Connection: {
             /** Format: uuid */
             id: string;
@@ -1371,7 +1392,15 @@ export interface components {
             next_cursor: string | null;
             has_more: boolean;
         };
-        /** @description A new API key */
+        /**
+         * @description A new API key
+         * @example {
+         *       "id": "0b6e4f7a-2c1d-4e3f-8a9b-1c2d3e4f5a6b",
+         *       "name": "ci",
+         *       "api_key": "hnd_2Xk9v0Qm4Lr8Tz1Wc7Ny5Bp3Hd6Fj0Sa",
+         *       "created_at": "2026-01-01T12:00:00.000Z"
+         *     }
+         */
         IssuedApiKey: {
             /** Format: uuid */
             id: string;
@@ -1484,7 +1513,26 @@ export interface components {
             /** @description null: unlimited */
             max_connections: number | null;
         };
-        /** @description A presigned transfer: upload each file to its link, then confirm */
+        /**
+         * @description A presigned transfer: upload each file to its link, then confirm
+         * @example {
+         *       "id": "tr_3f9a1c",
+         *       "upload_urls": [
+         *         {
+         *           "file_id": "f_1",
+         *           "file_name": "report.pdf",
+         *           "upload_url": "http://127.0.0.1:8080/v1/uploads/eyJrIjoi",
+         *           "resumable_url": "http://127.0.0.1:8080/v1/uploads/eyJrIjoi",
+         *           "method": "PUT",
+         *           "headers": {
+         *             "content-type": "application/pdf"
+         *           }
+         *         }
+         *       ],
+         *       "confirm_url": "http://127.0.0.1:8080/v1/transfers/tr_3f9a1c/confirm",
+         *       "expires_at": "2026-01-01T13:00:00.000Z"
+         *     }
+         */
         PresignedTransfer: {
             id: string;
             upload_urls: {
@@ -1680,7 +1728,23 @@ export interface components {
             public_key: string;
             kdf: components["schemas"]["KdfInput"];
         };
-        /** @description A newly registered agent; two-step registrations carry their connection token */
+        /**
+         * @description A newly registered agent; two-step registrations carry their connection token
+         * @example {
+         *       "id": "6f1c2b7e-3d4a-4c5b-9e8f-0a1b2c3d4e5f",
+         *       "agent_id": "report-bot",
+         *       "name": null,
+         *       "connection_status": "connected",
+         *       "public_key": "q1v9Tq4mXo5b3n1d6QmJt2yCk6g0Yw4oH2rj5m8Yb2c=",
+         *       "key_version": 1,
+         *       "connection_token": null,
+         *       "claim_code": null,
+         *       "token_expires_at": null,
+         *       "inbox_url": "http://127.0.0.1:8080/v1/transfers/inbox?agent_id=report-bot",
+         *       "created_at": "2026-01-01T12:00:00.000Z",
+         *       "message": "Agent report-bot is registered and connected."
+         *     }
+         */
         RegisteredAgent: {
             /** Format: uuid */
             id: string;
@@ -1731,7 +1795,16 @@ export interface components {
              */
             revoked_at: string;
         };
-        /** @description An agent the caller may send to (spec 2.2) */
+        /**
+         * @description An agent the caller may send to (spec 2.2)
+         * @example {
+         *       "id": "6f1c2b7e-3d4a-4c5b-9e8f-0a1b2c3d4e5f",
+         *       "agent_id": "archive-bot",
+         *       "name": "Archive",
+         *       "own": false,
+         *       "account_name": "Partner Ltd"
+         *     }
+         */
         SendableAgent: {
             /** Format: uuid */
             id: string;
@@ -1828,7 +1901,33 @@ export interface components {
              */
             expires_at: string;
         };
-        /** @description A counted download: signed links to each file and what decrypts them */
+        /**
+         * @description A counted download: signed links to each file and what decrypts them
+         * @example {
+         *       "id": "tr_3f9a1c",
+         *       "files": [
+         *         {
+         *           "file_name": "report.pdf",
+         *           "download_url": "http://127.0.0.1:8080/v1/files/eyJrIjoi",
+         *           "size": 52431,
+         *           "encryption_iv": null
+         *         }
+         *       ],
+         *       "downloads": 1,
+         *       "downloads_remaining": 9,
+         *       "expires_at": "2026-01-02T12:00:00.000Z",
+         *       "auto_delete": true,
+         *       "is_encrypted": false,
+         *       "encrypted_key": null,
+         *       "encryption_algorithm": null,
+         *       "recipient_key_version": null,
+         *       "sender_signature": null,
+         *       "channel_id": null,
+         *       "encryption_salt": null,
+         *       "sender_public_key": null,
+         *       "recipient_public_key": null
+         *     }
+         */
         TransferDownload: {
             id: string;
             files: {

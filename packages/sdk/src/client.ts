@@ -5,7 +5,7 @@ import type { Identity } from "./identity.js";
 import { type ListenOptions, listen } from "./listen.js";
 import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
-import { PRESIGNED_THRESHOLD, type SendOptions, send } from "./send.js";
+import { PRESIGNED_THRESHOLD, resumeSend, type SendOptions, type SendState, send } from "./send.js";
 import type {
   AccountAgent,
   Agent,
@@ -132,6 +132,14 @@ export class HandoffClient {
       },
       options,
     );
+  }
+
+  /**
+   * Finishes a presigned send that was interrupted, from the state `send` handed to `onStarted`:
+   * each file goes on from the server's offset, then the transfer is confirmed (decisions 7.2).
+   */
+  resumeSend(state: SendState, options: Pick<SendOptions, "onProgress"> = {}): Promise<Transfer> {
+    return resumeSend(this.transport, state, options);
   }
 
   /** The agent's incoming pending and active transfers; `wait` long-polls up to 30 s. */

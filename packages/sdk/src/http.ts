@@ -19,13 +19,15 @@ export interface TransportOptions {
 export type BodySource = () => { body: BodyBatches; headers: Record<string, string> };
 
 export interface RequestSpec {
-  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  method: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** A path under the base URL, or an absolute URL (signed links, which carry no credential). */
   url: string;
   /** A list repeats the parameter once per value (`type=A&type=B`). */
   query?: Record<string, string | number | string[] | undefined>;
   /** The Accept header, when the answer is not JSON (a CSV report). */
   accept?: string;
+  /** Further headers (a protocol's own, such as tus's Tus-Resumable). */
+  headers?: Record<string, string>;
   json?: unknown;
   body?: BodySource;
   /**
@@ -157,7 +159,7 @@ export class Transport {
     signed: boolean,
     idempotencyKey: string | null,
   ): Promise<Response> {
-    const headers: Record<string, string> = { "user-agent": this.options.userAgent };
+    const headers: Record<string, string> = { "user-agent": this.options.userAgent, ...spec.headers };
     // A signed link is its own credential: the API key never goes to storage or another host.
     if (!signed) {
       headers.authorization = `Bearer ${this.options.apiKey}`;

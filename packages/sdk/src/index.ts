@@ -13,7 +13,14 @@ export type { ListenOptions } from "./listen.js";
 export { nodeAesGcm } from "./node-aes-gcm.js";
 export { defaultPinsPath } from "./pins.js";
 export type { ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
-export { PRESIGNED_THRESHOLD, type Progress, type SendOptions } from "./send.js";
+export { MAX_STALLED_ATTEMPTS, RESUMABLE_FROM } from "./resumable.js";
+export {
+  PRESIGNED_THRESHOLD,
+  type Progress,
+  type SendOptions,
+  type SendState,
+  type SendStateFile,
+} from "./send.js";
 export {
   createFileScan,
   DEFAULT_SHIELD_LEVEL,

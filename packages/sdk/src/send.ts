@@ -11,12 +11,13 @@ import {
   toBase64,
   wrapContentKey,
 } from "./crypto/index.js";
-import { encryptedFileBatches } from "./encrypted-file.js";
+import { encryptedFileBatchesFrom } from "./encrypted-file.js";
 import { HandoffError } from "./errors.js";
 import { fileNameProblem, MAX_FILES_PER_TRANSFER } from "./file-names.js";
 import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import { multipartBody } from "./multipart.js";
+import { RESUMABLE_FROM, uploadResumable } from "./resumable.js";
 import type { BodyBatches } from "./streaming-request.js";
 import { sizedFileBatches } from "./streams.js";
 import type { PresignedAnswer, ResolvedAgent, Transfer, TransferMode } from "./types.js";
@@ -45,6 +46,32 @@ export interface SendOptions {
   /** Accepts changed keys of the recipient instead of refusing them (see resolve). */
   acceptRotation?: boolean;
   onProgress?: (progress: Progress) => void;
+  /**
+   * Called once a presigned transfer is declared and before its first byte is sent, with what
+   * resumeSend needs to finish it after a crash (decisions 7.2); the CLI keeps it in a file.
+   */
+  onStarted?: (state: SendState) => void | Promise<void>;
+}
+
+/** What finishing an interrupted presigned send takes (decisions 7.2): a secret while K is in it. */
+export interface SendState {
+  transfer_id: string;
+  /** When the upload links expire: the send can no longer be finished after it. */
+  expires_at: string;
+  /** K, the transfer's content key (base64); null when the files go unencrypted. */
+  content_key: string | null;
+  files: SendStateFile[];
+}
+
+export interface SendStateFile {
+  /** The absolute path the bytes are read from. */
+  path: string;
+  name: string;
+  /** The file's size and modification time when the send began: a changed file is refused. */
+  size: number;
+  modified_ms: number;
+  resumable_url: string;
+  encryption_iv: string | null;
 }
 
 /**
@@ -66,7 +93,8 @@ interface Outgoing {
   type: string;
   wireSize: number;
   encryptionIv: string | null;
-  open(): BodyBatches;
+  /** The wire bytes from `offset` (a resumed upload) to the end. */
+  open(offset?: number): BodyBatches;
 }
 
 /** The encryption of one transfer (5.2, 5.4), fixed before the first byte leaves. */
@@ -85,6 +113,7 @@ interface LocalFile {
   name: string;
   type: string;
   size: number;
+  modifiedMs: number;
 }
 
 /** A path to send: a file, or a folder whose regular files go with their relative names (7.3). */
@@ -97,7 +126,7 @@ async function localFiles(path: string): Promise<LocalFile[]> {
   }
   if (info.isDirectory()) return folderFiles(path, basename(path));
   if (!info.isFile()) throw new HandoffError("NOT_A_FILE", `${path} is not a regular file`);
-  return [localFile(path, basename(path), info.size)];
+  return [localFile(path, basename(path), info)];
 }
 
 /**
@@ -111,16 +140,17 @@ async function folderFiles(dir: string, name: string): Promise<LocalFile[]> {
   for (const entry of entries) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) files.push(...(await folderFiles(path, `${name}/${entry.name}`)));
-    else if (entry.isFile()) files.push(localFile(path, `${name}/${entry.name}`, (await lstat(path)).size));
+    else if (entry.isFile()) files.push(localFile(path, `${name}/${entry.name}`, await lstat(path)));
   }
   return files;
 }
 
-function localFile(path: string, name: string, size: number): LocalFile {
+function localFile(path: string, name: string, info: { size: number; mtimeMs: number }): LocalFile {
   const problem = fileNameProblem(name);
   if (problem)
     throw new HandoffError("INVALID_FILE_NAME", `cannot send ${path} as ${JSON.stringify(name)}: ${problem}`);
-  return { path, name, type: mime.getType(name) ?? "application/octet-stream", size };
+  const type = mime.getType(name) ?? "application/octet-stream";
+  return { path, name, type, size: info.size, modifiedMs: info.mtimeMs };
 }
 
 async function seal(context: SendContext, options: SendOptions, files: LocalFile[]): Promise<Sealing> {
@@ -147,20 +177,41 @@ async function seal(context: SendContext, options: SendOptions, files: LocalFile
   return { contentKey, encryptedKey, recipientKeyVersion, signature, salts };
 }
 
-function outgoing(file: LocalFile, sealing: Sealing | null, index: number, options: SendOptions): Outgoing {
-  const salt = sealing?.salts[index] ?? null;
+/** A file's encryption (5.3): the transfer's content key and the file's own salt. */
+interface FileSealing {
+  contentKey: Uint8Array;
+  salt: Uint8Array;
+}
+
+function outgoing(
+  file: LocalFile,
+  sealing: FileSealing | null,
+  onProgress: SendOptions["onProgress"],
+): Outgoing {
   return {
     name: file.name,
     type: file.type,
     wireSize: sealing ? encryptedSize(file.size) : file.size,
-    encryptionIv: salt ? toBase64(salt) : null,
-    open() {
-      const onBytes = (bytes: number) => options.onProgress?.({ file: file.name, bytes, total: file.size });
-      if (!sealing || !salt) return sizedFileBatches(file.path, file.size, onBytes);
+    encryptionIv: sealing ? toBase64(sealing.salt) : null,
+    open(offset = 0) {
+      const onBytes = (bytes: number) => onProgress?.({ file: file.name, bytes, total: file.size });
+      if (!sealing) return sizedFileBatches(file.path, file.size, onBytes, offset);
       // The same key and salt give the same bytes: a retried upload matches the signed list.
-      return encryptedFileBatches(file.path, file.size, sealing.contentKey, salt, onBytes);
+      return encryptedFileBatchesFrom(
+        file.path,
+        file.size,
+        sealing.contentKey,
+        sealing.salt,
+        onBytes,
+        offset,
+      );
     },
   };
+}
+
+function fileSealing(sealing: Sealing | null, index: number): FileSealing | null {
+  const salt = sealing?.salts[index];
+  return sealing && salt ? { contentKey: sealing.contentKey, salt } : null;
 }
 
 /** The fields both upload paths share, in the API's names. */
@@ -209,7 +260,17 @@ async function sendMultipart(transport: Transport, fields: Fields, files: Outgoi
   });
 }
 
-async function sendPresigned(transport: Transport, fields: Fields, files: Outgoing[]): Promise<Transfer> {
+/** A presigned send: what it declares and sends, and who hears of it before its first byte. */
+interface PresignedSend {
+  fields: Fields;
+  files: LocalFile[];
+  out: Outgoing[];
+  sealing: Sealing | null;
+  onStarted: SendOptions["onStarted"];
+}
+
+async function sendPresigned(transport: Transport, send: PresignedSend): Promise<Transfer> {
+  const { fields, out: files } = send;
   const created = await transport.json<PresignedAnswer>({
     method: "POST",
     url: "/v1/transfers/presigned",
@@ -224,10 +285,23 @@ async function sendPresigned(transport: Transport, fields: Fields, files: Outgoi
       })),
     },
   });
-  for (const [index, file] of files.entries()) {
+  const links = files.map((file, index) => {
     const link = created.upload_urls[index];
-    if (link?.file_name !== file.name) {
+    if (link?.file_name !== file.name)
       throw new HandoffError("UNEXPECTED_ANSWER", `the server gave no upload link for ${file.name}`);
+    return link;
+  });
+  await send.onStarted?.(sendState(created, send.files, links, send.sealing));
+  for (const [index, file] of files.entries()) {
+    const link = links[index] as (typeof links)[number];
+    if (file.wireSize >= RESUMABLE_FROM) {
+      await uploadResumable(transport, {
+        url: link.resumable_url,
+        size: file.wireSize,
+        open: file.open,
+        knownOffset: 0,
+      });
+      continue;
     }
     await transport.send({
       method: link.method,
@@ -239,12 +313,94 @@ async function sendPresigned(transport: Transport, fields: Fields, files: Outgoi
       }),
     });
   }
-  // The API's own confirm path on our base URL: the API key goes to no other host.
+  return confirm(transport, created.id);
+}
+
+function sendState(
+  created: PresignedAnswer,
+  files: LocalFile[],
+  links: PresignedAnswer["upload_urls"],
+  sealing: Sealing | null,
+): SendState {
+  return {
+    transfer_id: created.id,
+    expires_at: created.expires_at,
+    content_key: sealing ? toBase64(sealing.contentKey) : null,
+    files: files.map((file, index) => {
+      const salt = sealing?.salts[index];
+      return {
+        path: file.path,
+        name: file.name,
+        size: file.size,
+        modified_ms: file.modifiedMs,
+        resumable_url: (links[index] as (typeof links)[number]).resumable_url,
+        encryption_iv: salt ? toBase64(salt) : null,
+      };
+    }),
+  };
+}
+
+/** The API's own confirm path on our base URL: the API key goes to no other host. */
+function confirm(transport: Transport, transferId: string): Promise<Transfer> {
   return transport.json<Transfer>({
     method: "POST",
-    url: `/v1/transfers/${encodeURIComponent(created.id)}/confirm`,
+    url: `/v1/transfers/${encodeURIComponent(transferId)}/confirm`,
     idempotent: true,
   });
+}
+
+/**
+ * Finishes a presigned send that was interrupted (decisions 7.2): asks the server where each
+ * file's upload stands (tus HEAD), sends the rest of each from there, the encrypted ones sealed
+ * again from the record holding the offset with the same K and salt, and confirms. Refuses a
+ * transfer that no longer takes uploads and a file that changed since the send began.
+ */
+export async function resumeSend(
+  transport: Transport,
+  state: SendState,
+  options: { onProgress?: SendOptions["onProgress"] } = {},
+): Promise<Transfer> {
+  const id = state.transfer_id;
+  const transfer = await transport.json<Transfer>({
+    method: "GET",
+    url: `/v1/transfers/${encodeURIComponent(id)}`,
+    idempotent: true,
+  });
+  if (transfer.status !== "pending" && transfer.status !== "expired")
+    throw new HandoffError(
+      "ALREADY_CONFIRMED",
+      `transfer ${id} was already confirmed (status ${transfer.status}): nothing is left to send`,
+    );
+  if (transfer.status === "expired" || Date.parse(state.expires_at) <= Date.now())
+    throw new HandoffError(
+      "TRANSFER_EXPIRED",
+      `the upload links of transfer ${id} expired (${state.expires_at}) before its files were all sent: send them again`,
+    );
+  const contentKey = state.content_key ? fromBase64(state.content_key) : null;
+  for (const file of state.files) {
+    const local = await unchangedFile(file);
+    const salt = file.encryption_iv ? fromBase64(file.encryption_iv) : null;
+    const out = outgoing(local, contentKey && salt ? { contentKey, salt } : null, options.onProgress);
+    await uploadResumable(transport, {
+      url: file.resumable_url,
+      size: out.wireSize,
+      open: out.open,
+      knownOffset: null,
+    });
+  }
+  return confirm(transport, id);
+}
+
+/** The file of a send being resumed, as long as it is the one the send began with. */
+async function unchangedFile(file: SendStateFile): Promise<LocalFile> {
+  const info = await stat(file.path).catch(() => null);
+  // Within 1 ms is the same time: the Python client rounds a modification time differently.
+  if (!info?.isFile() || info.size !== file.size || Math.abs(info.mtimeMs - file.modified_ms) >= 1)
+    throw new HandoffError(
+      "FILE_CHANGED",
+      `${file.path} changed since the send began: the bytes already sent would no longer match it`,
+    );
+  return localFile(file.path, file.name, info);
 }
 
 /**
@@ -263,12 +419,12 @@ export async function send(context: SendContext, options: SendOptions): Promise<
       `a transfer holds at most ${MAX_FILES_PER_TRANSFER} files, not ${files.length}`,
     );
   const sealing = mode === "agent-to-agent" && !options.plain ? await seal(context, options, files) : null;
-  const out = files.map((file, index) => outgoing(file, sealing, index, options));
+  const out = files.map((file, index) => outgoing(file, fileSealing(sealing, index), options.onProgress));
   const fields = transferFields(context, options, mode, sealing);
   const wireTotal = out.reduce((sum, file) => sum + file.wireSize, 0);
   // Presigned transfers cannot go to people: the server must see those bytes to encrypt them at rest.
   if (mode === "agent-to-agent" && wireTotal >= context.presignedThreshold) {
-    return sendPresigned(context.transport, fields, out);
+    return sendPresigned(context.transport, { fields, files, out, sealing, onStarted: options.onStarted });
   }
   return sendMultipart(context.transport, fields, out);
 }

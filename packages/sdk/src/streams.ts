@@ -9,22 +9,23 @@ import { HandoffError } from "./errors.js";
 export const FILE_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * A file's bytes as they are sent, one fresh chunk of FILE_CHUNK_BYTES a batch (the connection
- * keeps it until written), checked against the size it had when the upload was declared; see
- * readFileChunks.
+ * A file's bytes as they are sent, from byte `start` on (a resumed upload), one fresh chunk of
+ * FILE_CHUNK_BYTES a batch (the connection keeps it until written), checked against the size it
+ * had when the upload was declared; see readFileChunks.
  */
 export async function* sizedFileBatches(
   path: string,
   size: number,
   onBytes: (bytes: number) => void,
+  start = 0,
 ): AsyncGenerator<readonly Uint8Array[]> {
-  for await (const chunk of readFileChunks(path, size, onBytes, (length) => Buffer.allocUnsafeSlow(length)))
-    yield [chunk];
+  const fresh = (length: number) => Buffer.allocUnsafeSlow(length);
+  for await (const chunk of readFileChunks(path, size, onBytes, fresh, start)) yield [chunk];
 }
 
 /**
- * A file read in chunks of FILE_CHUNK_BYTES (the last one shorter) into the buffers `bufferFor`
- * gives, telling `onBytes` the running total after each chunk. The next chunk is read while the
+ * A file read from byte `start` in chunks of FILE_CHUNK_BYTES (the last one shorter) into the
+ * buffers `bufferFor` gives, telling `onBytes` the position reached after each chunk. The next chunk is read while the
  * consumer works on this one, so a consumer that reuses buffers needs two. A file that grows or
  * shrinks meanwhile (it would no longer match its Content-Length or signed size) fails the read
  * with FILE_CHANGED.
@@ -34,6 +35,7 @@ export async function* readFileChunks(
   size: number,
   onBytes: (bytes: number) => void,
   bufferFor: (length: number) => Uint8Array,
+  start = 0,
 ): AsyncGenerator<Uint8Array> {
   const changed = () =>
     new HandoffError(
@@ -57,9 +59,9 @@ export async function* readFileChunks(
     read.catch(() => {});
     return read;
   };
-  let ahead: Promise<Uint8Array> | null = size > 0 ? readAhead(0) : null;
+  let ahead: Promise<Uint8Array> | null = start < size ? readAhead(start) : null;
   try {
-    for (let position = 0; ahead; ) {
+    for (let position = start; ahead; ) {
       const chunk = await ahead;
       position += chunk.length;
       ahead = position < size ? readAhead(position) : null;
@@ -73,5 +75,28 @@ export async function* readFileChunks(
     // A consumer that stops early leaves a read in flight: it ends before the file is closed.
     await ahead?.catch(() => {});
     await handle.close();
+  }
+}
+
+/** `batches` without their first `count` bytes (views, nothing copied): a resume mid-record. */
+export async function* skipBytes(
+  batches: AsyncIterable<readonly Uint8Array[]>,
+  count: number,
+): AsyncGenerator<readonly Uint8Array[]> {
+  let left = count;
+  for await (const batch of batches) {
+    if (left === 0) {
+      yield batch;
+      continue;
+    }
+    const kept: Uint8Array[] = [];
+    for (const part of batch) {
+      if (left >= part.length) left -= part.length;
+      else {
+        kept.push(part.subarray(left));
+        left = 0;
+      }
+    }
+    if (kept.length > 0) yield kept;
   }
 }

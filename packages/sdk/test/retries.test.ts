@@ -1,11 +1,12 @@
 import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, request, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { HandoffApiError, HandoffClient } from "@handoff/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../test/support/server-process.js";
+import { forwardTo } from "./cutting-proxy.js";
 import { type LiveServer, newAgent, startLiveServer, type TestAgent, tempDir } from "./support.js";
 
 async function listen(server: Server, port = 0): Promise<string> {
@@ -72,24 +73,15 @@ class DroppingProxy {
         idempotencyKey: req.headers["idempotency-key"] as string | undefined,
         dropped,
       });
-      const upstream = request(
-        {
-          host: "127.0.0.1",
-          port: this.upstreamPort(),
-          path: req.url,
-          method: req.method,
-          headers: req.headers,
-        },
-        (answer) => {
-          if (dropped) {
-            answer.resume();
-            answer.on("end", () => req.socket.destroy());
-            return;
-          }
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
+      const upstream = forwardTo(this.upstreamPort(), req, (answer) => {
+        if (dropped) {
+          answer.resume();
+          answer.on("end", () => req.socket.destroy());
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
       req.pipe(upstream);
     });
   }

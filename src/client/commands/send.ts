@@ -1,14 +1,17 @@
 import { resolve } from "node:path";
+import { HandoffError } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
 import { agentClient } from "../environment.js";
 import { integerOption, required } from "../options.js";
 import { printJson, warn } from "../output.js";
 import { withProgressBars } from "../progress.js";
+import { readSendState, removeSendState, transferIdOption, writeSendState } from "../send-state.js";
 
 /**
  * `handoff send --identity FILE --to RECIPIENT [--account A] [--message M] [--max-downloads N]
  * [--expires-in 24h] [--plain] [--accept-rotation] PATH...` (decisions 5.5): prints the transfer the
  * API answers. --accept-rotation takes a recipient's changed keys instead of refusing them (pinning).
+ * `handoff send --resume TRANSFER_ID --identity FILE` finishes a send that was interrupted (7.2).
  */
 export interface SendOptions {
   identity?: string;
@@ -19,6 +22,7 @@ export interface SendOptions {
   expiresIn?: string;
   plain?: boolean;
   acceptRotation?: boolean;
+  resume?: string;
 }
 
 /** What --plain costs, said before anything is sent. */
@@ -27,11 +31,14 @@ export const PLAIN_WARNING =
 
 export async function send(values: SendOptions, positionals: string[]): Promise<number> {
   const identity = required(values.identity, "--identity FILE");
+  if (values.resume !== undefined) return resume(identity, values, positionals);
   const to = required(values.to, "--to RECIPIENT");
   if (positionals.length === 0) throw new UsageError("give at least one PATH to send");
   const maxDownloads = integerOption(values.maxDownloads, "--max-downloads", 1, 1000);
   const client = await agentClient(identity, "cli");
   if (values.plain) warn(PLAIN_WARNING);
+  // A presigned send keeps its state beside the identity file from before its first byte (7.2).
+  let started: string | null = null;
   const transfer = await withProgressBars(({ onProgress }) =>
     client.send({
       to,
@@ -43,8 +50,50 @@ export async function send(values: SendOptions, positionals: string[]): Promise<
       plain: values.plain,
       acceptRotation: values.acceptRotation,
       onProgress,
+      onStarted: async (state) => {
+        await writeSendState(identity, state);
+        started = state.transfer_id;
+      },
     }),
+  ).catch((error: unknown) => {
+    throw started ? resumable(error, started, identity) : error;
+  });
+  if (started) await removeSendState(identity, started);
+  printJson(transfer);
+  return 0;
+}
+
+/** A send that failed after its state was kept: the error, and how to finish the send. */
+function resumable(error: unknown, transferId: string, identity: string): unknown {
+  if (!(error instanceof HandoffError)) return error;
+  return new HandoffError(
+    error.code,
+    `${error.message}; to finish the send: handoff send --resume ${transferId} --identity ${identity}`,
+    { cause: error },
   );
+}
+
+/** Errors after which the send can never be finished: its state goes with them. */
+const FINISHED = new Set(["ALREADY_CONFIRMED", "TRANSFER_EXPIRED"]);
+
+/** `handoff send --resume TRANSFER_ID --identity FILE`: the state file holds the rest of the send. */
+async function resume(identity: string, values: SendOptions, positionals: string[]): Promise<number> {
+  const transferId = transferIdOption(values.resume as string);
+  const others = Object.keys(values).filter((name) => name !== "identity" && name !== "resume");
+  if (positionals.length > 0 || others.length > 0)
+    throw new UsageError(
+      "--resume takes only --identity: the send's state file names its files, recipient and options",
+    );
+  const state = await readSendState(identity, transferId);
+  const client = await agentClient(identity, "cli");
+  const transfer = await withProgressBars(({ onProgress }) => client.resumeSend(state, { onProgress })).catch(
+    async (error: unknown) => {
+      if (error instanceof HandoffError && FINISHED.has(error.code))
+        await removeSendState(identity, transferId);
+      throw error;
+    },
+  );
+  await removeSendState(identity, transferId);
   printJson(transfer);
   return 0;
 }

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from . import __version__
 from .client import Client
-from .errors import describe_error
+from .errors import HandoffError, describe_error
 from .identity import create_identity, load_identity, save_identity
 from .receiving import ReceivedFile, ReceiveResult
 from .shield import ShieldLevelError, parse_shield_level
@@ -39,6 +39,8 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
   send --identity FILE --to RECIPIENT [--account A] [--message M] [--max-downloads N]
        [--expires-in 24h] [--plain] [--accept-rotation] PATH...
                                           encrypt, sign and send files or folders; prints the transfer
+  send --resume TRANSFER_ID --identity FILE
+                                          finish a send that was interrupted, from FILE.sends/
   receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation]
                                           download, verify, decrypt and scan into DIR (default .);
                                           exit 3 when Shield blocked a file
@@ -51,6 +53,17 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
 
 class UsageError(Exception):
     """A command line that cannot run: one line on stderr, pointing at the help."""
+
+
+class ArgumentCountError(UsageError):
+    """Too many arguments for a command: worded as the Node CLI's parser words it, pointing at
+    that command's own --help."""
+
+    def __init__(self, command: str, expected: int, got: int) -> None:
+        plural = "" if expected == 1 else "s"
+        super().__init__(
+            f"error: too many arguments for '{command}'. Expected {expected} argument{plural} but got {got}."
+        )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -166,30 +179,121 @@ def identity_new(args: list[str]) -> int:
     return 0
 
 
+_TRANSFER_ID = re.compile(r"tr_[A-Za-z0-9_-]{1,64}")
+#: Errors after which a send can never be finished: its state goes with them.
+_FINISHED = ("ALREADY_CONFIRMED", "TRANSFER_EXPIRED")
+
+
+def _state_path(identity: str, transfer_id: str) -> str:
+    """Decisions 7.2: an unfinished send's state, beside the identity file that sends it."""
+    return f"{os.path.abspath(identity)}.sends/{transfer_id}.json"
+
+
+def _write_state(identity: str, state: dict[str, Any]) -> None:
+    """Mode 0600 from its first byte (it holds K), written whole and renamed over."""
+    path = _state_path(identity, state["transfer_id"])
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(json.dumps(state, indent=2) + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+
+
+def _read_state(identity: str, transfer_id: str) -> dict[str, Any]:
+    path = _state_path(identity, transfer_id)
+    try:
+        with open(path, encoding="utf-8") as file:
+            state = json.load(file)
+    except FileNotFoundError:
+        raise HandoffError(
+            "NO_SEND_STATE",
+            f"no interrupted send of {transfer_id} for {identity} ({path} does not exist): it completed, "
+            "or it was sent with another identity file",
+        ) from None
+    except ValueError:
+        state = None
+    if not isinstance(state, dict) or state.get("transfer_id") != transfer_id or not isinstance(state.get("files"), list):
+        raise HandoffError("BAD_SEND_STATE", f"{path} is not the state of the send of {transfer_id}")
+    return state
+
+
+def _remove_state(identity: str, transfer_id: str) -> None:
+    path = _state_path(identity, transfer_id)
+    try:
+        os.remove(path)
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
+
+
+def _resume(identity: str, values: argparse.Namespace) -> int:
+    """``send --resume TRANSFER_ID --identity FILE``: the state file holds the rest of the send."""
+    transfer_id = values.resume
+    if not _TRANSFER_ID.fullmatch(transfer_id):
+        raise UsageError(f'--resume needs a transfer id (tr_…), got "{transfer_id}"')
+    others = [name for name, value in vars(values).items() if name not in ("identity", "resume") and value]
+    if others:
+        raise UsageError("--resume takes only --identity: the send's state file names its files, recipient and options")
+    state = _read_state(identity, transfer_id)
+    with _agent_client(identity) as client, ProgressBars(sys.stderr) as bars:
+        try:
+            transfer = client.resume_send(state, on_progress=bars.on_progress)
+        except HandoffError as error:
+            if error.code in _FINISHED:
+                _remove_state(identity, transfer_id)
+            raise
+    _remove_state(identity, transfer_id)
+    _print_json(transfer)
+    return 0
+
+
 def send(args: list[str]) -> int:
     parser = _parser("paths")
-    for flag in ("--identity", "--to", "--account", "--message", "--max-downloads", "--expires-in"):
+    for flag in ("--identity", "--to", "--account", "--message", "--max-downloads", "--expires-in", "--resume"):
         parser.add_argument(flag)
     parser.add_argument("--plain", action="store_true")
     parser.add_argument("--accept-rotation", action="store_true")
     values = parser.parse_intermixed_args(args)
     identity = _required(values.identity, "--identity FILE")
+    if values.resume is not None:
+        return _resume(identity, values)
     to = _required(values.to, "--to RECIPIENT")
     if not values.paths:
         raise UsageError("give at least one PATH to send")
     max_downloads = _integer(values.max_downloads, "--max-downloads", 1, 1000)
+    # A presigned send keeps its state beside the identity file from before its first byte (7.2).
+    started: list[str] = []
+
+    def on_started(state: dict[str, Any]) -> None:
+        _write_state(identity, state)
+        started.append(state["transfer_id"])
+
     with _agent_client(identity) as client, ProgressBars(sys.stderr) as bars:
-        transfer = client.send(
-            to,
-            [os.path.abspath(path) for path in values.paths],
-            account=values.account,
-            message=values.message,
-            max_downloads=max_downloads,
-            expires_in=values.expires_in,
-            plain=values.plain,
-            accept_rotation=values.accept_rotation,
-            on_progress=bars.on_progress,
-        )
+        try:
+            transfer = client.send(
+                to,
+                [os.path.abspath(path) for path in values.paths],
+                account=values.account,
+                message=values.message,
+                max_downloads=max_downloads,
+                expires_in=values.expires_in,
+                plain=values.plain,
+                accept_rotation=values.accept_rotation,
+                on_progress=bars.on_progress,
+                on_started=on_started,
+            )
+        except HandoffError as error:
+            if not started:
+                raise
+            raise HandoffError(
+                error.code,
+                f"{error.message}; to finish the send: handoff send --resume {started[0]} --identity {identity}",
+            ) from error
+    for transfer_id in started:
+        _remove_state(identity, transfer_id)
     _print_json(transfer)
     return 0
 
@@ -204,7 +308,7 @@ def receive(args: list[str]) -> int:
     positionals: list[str] = values.transfer_id
     transfer_id = _required(positionals[0] if positionals else None, "TRANSFER_ID")
     if len(positionals) > 1:
-        raise UsageError(f"one TRANSFER_ID only, got: {' '.join(positionals)}")
+        raise ArgumentCountError("receive", 1, len(positionals))
     shield = _shield(values.shield)
     with _agent_client(identity) as client, ProgressBars(sys.stderr) as bars:
         result = client.receive(
@@ -293,6 +397,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args[: len(words)] == words:
             try:
                 return command(args[len(words) :])
+            except ArgumentCountError as error:
+                _warn(f"{error} (handoff {' '.join(words)} --help shows its usage)")
+                return 1
             except UsageError as error:
                 _warn(f"{error} (handoff help lists the commands)")
                 return 1

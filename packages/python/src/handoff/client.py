@@ -33,7 +33,7 @@ from .protocol import (
     request,
 )
 from .receiving import ReceiveOptions, ReceiveResult, receive_flow
-from .sending import PRESIGNED_THRESHOLD, ProgressCallback, SendOptions, send_flow
+from .sending import PRESIGNED_THRESHOLD, ProgressCallback, SendOptions, resume_send_flow, send_flow
 from .crypto import to_base64
 
 DOWNLOAD_TIMEOUT_SECONDS = 90.0
@@ -101,6 +101,9 @@ class Operations:
     def send(self, options: SendOptions) -> Flow:
         identity = self._require_identity("send")
         return send_flow(self.settings, identity, self.resolve, options, self.presigned_threshold)
+
+    def resume_send(self, state: dict[str, Any], on_progress: ProgressCallback | None) -> Flow:
+        return resume_send_flow(self.settings, state, on_progress)
 
     def inbox(self, wait: int | None, cursor: str | None, limit: int | None = None) -> Flow:
         query = {"wait": wait, "cursor": cursor, "limit": limit}
@@ -233,12 +236,31 @@ class _Operations(Generic[Out, Http]):
         plain: bool = False,
         accept_rotation: bool = False,
         on_progress: ProgressCallback | None = None,
+        on_started: Callable[[dict[str, Any]], None] | None = None,
     ) -> Out:
-        """Sends files (or folders), encrypted and signed unless ``plain``; answers the transfer."""
+        """Sends files (or folders), encrypted and signed unless ``plain``; answers the transfer.
+
+        ``on_started`` hears of a presigned transfer before its first byte, with the state
+        ``resume_send`` needs to finish it after a crash (decisions 7.2)."""
         options = SendOptions(
-            to, paths, account, message, max_downloads, expires_in, auto_delete, plain, accept_rotation, on_progress
+            to,
+            paths,
+            account,
+            message,
+            max_downloads,
+            expires_in,
+            auto_delete,
+            plain,
+            accept_rotation,
+            on_progress,
+            on_started,
         )
         return self._do(self.ops.send(options))
+
+    def resume_send(self, state: dict[str, Any], on_progress: ProgressCallback | None = None) -> Out:
+        """Finishes an interrupted presigned send from the state ``send`` gave ``on_started``: each
+        file from the server's offset, then confirm; answers the transfer."""
+        return self._do(self.ops.resume_send(state, on_progress))
 
     def inbox(self, wait: int | None = None, cursor: str | None = None, limit: int | None = None) -> Out:
         """One inbox page ``{transfers, next_cursor, has_more}``; ``wait`` long-polls up to 30 s."""

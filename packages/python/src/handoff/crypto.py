@@ -228,9 +228,13 @@ class RecordEncryptor:
 
     ``push`` answers the records it could seal; one full record is held back until a further
     byte (then it is an inner record) or ``finish`` (then it is the last) says which it is.
+    ``first_record`` starts at a later record (a resumed upload, decisions 7.2): the same key,
+    salt and index seal the same record.
     """
 
-    def __init__(self, content_key: bytes, salt: bytes, record_size: int = RECORD_SIZE) -> None:
+    def __init__(
+        self, content_key: bytes, salt: bytes, record_size: int = RECORD_SIZE, first_record: int = 0
+    ) -> None:
         if len(salt) != SALT_SIZE:
             raise HandoffCryptoError("BAD_ENCODING", f"salt must be {SALT_SIZE} bytes")
         self.header = encode_header(record_size, salt)
@@ -238,7 +242,7 @@ class RecordEncryptor:
         self._aes = AESGCM(file_key(content_key, salt))
         self._record_size = record_size
         self._pending = bytearray()
-        self._index = 0
+        self._index = first_record
 
     def push(self, chunk: bytes) -> list[bytes]:
         size = self._record_size

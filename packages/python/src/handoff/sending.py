@@ -2,12 +2,15 @@
 
 Resolve and pin the recipient, wrap a fresh content key to it, pick each file's salt and sign the
 file list, all before the first byte leaves; then stream each file from disk through the record
-encryption into one multipart POST (small transfers) or presigned PUTs (from 8 MiB on the wire).
+encryption into one multipart POST (small transfers) or presigned uploads (from 8 MiB on the
+wire): each file of 8 MiB or more through its tus ``resumable_url``, resumed from the server's
+offset when the connection drops (decisions 7.2), the others with one PUT.
 """
 
 from __future__ import annotations
 
 import errno
+import math
 import mimetypes
 import os
 import stat
@@ -15,12 +18,16 @@ import re
 import secrets
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
 from .crypto import (
     ENCRYPTION_ALGORITHM,
+    HEADER_SIZE,
+    RECORD_SIZE,
     SALT_SIZE,
+    TAG_SIZE,
     RecordEncryptor,
     SignedTransfer,
     encrypted_size,
@@ -30,12 +37,17 @@ from .crypto import (
     to_base64,
     wrap_content_key,
 )
-from .errors import HandoffError
+from .errors import HandoffApiError, HandoffError
 from .identity import Identity
-from .protocol import Effect, Outcome, RequestSpec, Settings, call, request
+from .protocol import Effect, Outcome, RequestSpec, Settings, Sleep, backoff_seconds, call, request
 
 #: At or above this many bytes on the wire a transfer goes presigned, below it one multipart POST.
 PRESIGNED_THRESHOLD = 8 * 1024 * 1024
+#: Files from this many bytes on the wire go through their ``resumable_url`` (decisions 7.2).
+RESUMABLE_FROM = 8 * 1024 * 1024
+#: Attempts in a row that move the server's offset nowhere before an upload gives up (7.2).
+MAX_STALLED_ATTEMPTS = 5
+_TUS = {"tus-resumable": "1.0.0"}
 #: Bytes read from a file at a time: 16 records of 5.3, as the Node SDK reads.
 FILE_CHUNK_BYTES = 1024 * 1024
 MAX_NAME_BYTES = 255
@@ -62,6 +74,9 @@ class SendOptions:
     plain: bool = False
     accept_rotation: bool = False
     on_progress: ProgressCallback | None = None
+    #: Told, once a presigned transfer is declared and before its first byte, what finishing it
+    #: after a crash takes (decisions 7.2): the same JSON as the Node SDK's SendState.
+    on_started: Callable[[dict[str, Any]], None] | None = None
 
 
 @dataclass
@@ -71,6 +86,8 @@ class LocalFile:
     name: str
     type: str
     size: int
+    #: When the send began, in milliseconds (as Node's mtimeMs): a resumed send refuses a changed file.
+    modified_ms: float
 
 
 def media_type_of(name: str) -> str:
@@ -82,7 +99,8 @@ def _local_file(path: str, name: str) -> LocalFile:
         len(segment.encode("utf-8")) > MAX_NAME_BYTES for segment in name.split("/")
     ):
         raise HandoffError("INVALID_FILE_NAME", f"the name of {path} is over {MAX_NAME_BYTES} bytes")
-    return LocalFile(path, name, media_type_of(name), os.stat(path).st_size)
+    info = os.stat(path)
+    return LocalFile(os.path.abspath(path), name, media_type_of(name), info.st_size, info.st_mtime_ns / 1e6)
 
 
 def _folder_files(folder: str) -> list[LocalFile]:
@@ -151,8 +169,9 @@ def seal(
     return Sealing(content_key, encrypted_key, version, signature, salts)
 
 
-def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None]) -> Iterator[bytes]:
-    """The file in chunks of FILE_CHUNK_BYTES; a file whose size changes fails with FILE_CHANGED."""
+def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None], start: int = 0) -> Iterator[bytes]:
+    """The file from byte ``start`` in chunks of FILE_CHUNK_BYTES; a file whose size changes fails
+    with FILE_CHANGED."""
 
     def changed() -> HandoffError:
         return HandoffError(
@@ -160,7 +179,8 @@ def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None]) -> I
         )
 
     with open(path, "rb", buffering=0) as file:
-        position = 0
+        file.seek(start)
+        position = start
         while position < size:
             chunk = file.read(min(FILE_CHUNK_BYTES, size - position))
             if not chunk:
@@ -173,17 +193,32 @@ def read_file_chunks(path: str, size: int, on_bytes: Callable[[int], None]) -> I
 
 
 def encrypted_file_chunks(
-    path: str, size: int, content_key: bytes, salt: bytes, on_bytes: Callable[[int], None]
+    path: str, size: int, content_key: bytes, salt: bytes, on_bytes: Callable[[int], None], offset: int = 0
 ) -> Iterator[bytes]:
-    """The file encrypted as 5.3 while it is read: one joined piece per read, header first."""
-    encryptor = RecordEncryptor(content_key, salt)
-    pieces = [encryptor.header]
-    for chunk in read_file_chunks(path, size, on_bytes):
+    """The file encrypted as 5.3 while it is read: one joined piece per read, header first.
+
+    From wire byte ``offset`` on (a resumed upload, 7.2): sealed again from the record holding
+    the offset, that record's bytes before it left out.
+    """
+    record = max(0, (offset - HEADER_SIZE) // (RECORD_SIZE + TAG_SIZE))
+    # Record 0's bytes start with the header, later ones at their own record.
+    skip = offset - (0 if record == 0 else HEADER_SIZE + record * (RECORD_SIZE + TAG_SIZE))
+    encryptor = RecordEncryptor(content_key, salt, first_record=record)
+
+    def joined(pieces: list[bytes]) -> bytes:
+        """The pieces as one, without what is still to be skipped."""
+        nonlocal skip
+        whole = b"".join(pieces)
+        kept, skip = whole[skip:], max(0, skip - len(whole))
+        return kept
+
+    pieces = [encryptor.header] if record == 0 else []
+    for chunk in read_file_chunks(path, size, on_bytes, record * RECORD_SIZE):
         pieces.extend(encryptor.push(chunk))
-        yield b"".join(pieces)
-        pieces = []
-    pieces.append(encryptor.finish())
-    yield b"".join(pieces)
+        piece, pieces = joined(pieces), []
+        if piece:
+            yield piece
+    yield joined([*pieces, encryptor.finish()])
 
 
 @dataclass
@@ -194,28 +229,38 @@ class Outgoing:
     type: str
     wire_size: int
     encryption_iv: str | None
-    open: Callable[[], Iterator[bytes]]
+    #: The wire bytes from an offset (a resumed upload) to the end.
+    open_from: Callable[[int], Iterator[bytes]]
+
+    def open(self) -> Iterator[bytes]:
+        return self.open_from(0)
 
 
-def outgoing(file: LocalFile, sealing: Sealing | None, index: int, progress: ProgressCallback | None) -> Outgoing:
-    salt = sealing.salts[index] if sealing else None
+#: A file's encryption (5.3): the transfer's content key and the file's own salt.
+FileSealing = tuple[bytes, bytes]
 
+
+def file_sealing(sealing: Sealing | None, index: int) -> FileSealing | None:
+    return (sealing.content_key, sealing.salts[index]) if sealing else None
+
+
+def outgoing(file: LocalFile, sealing: FileSealing | None, progress: ProgressCallback | None) -> Outgoing:
     def on_bytes(done: int) -> None:
         if progress is not None:
             progress(file.name, done, file.size)
 
-    def open_file() -> Iterator[bytes]:
-        if sealing is None or salt is None:
-            return read_file_chunks(file.path, file.size, on_bytes)
+    def open_from(offset: int) -> Iterator[bytes]:
+        if sealing is None:
+            return read_file_chunks(file.path, file.size, on_bytes, offset)
         # The same key and salt give the same bytes: a retried upload matches the signed list.
-        return encrypted_file_chunks(file.path, file.size, sealing.content_key, salt, on_bytes)
+        return encrypted_file_chunks(file.path, file.size, *sealing, on_bytes, offset)
 
     return Outgoing(
         name=file.name,
         type=file.type,
         wire_size=encrypted_size(file.size) if sealing else file.size,
-        encryption_iv=to_base64(salt) if salt else None,
-        open=open_file,
+        encryption_iv=to_base64(sealing[1]) if sealing else None,
+        open_from=open_from,
     )
 
 
@@ -302,14 +347,120 @@ def _send_multipart(settings: Settings, fields: dict[str, Any], files: list[Outg
     )
 
 
+def _offset_of(headers: Any, url: str) -> int:
+    value = str(headers.get("upload-offset", ""))
+    if not value.isdigit():
+        raise HandoffError("UNEXPECTED_ANSWER", f"{url.split('/v1/', 1)[0]} answered no Upload-Offset")
+    return int(value)
+
+
+def _transient(error: HandoffError) -> bool:
+    """Failures after which the upload may go on from the server's offset: the network, a 5xx,
+    409 (the server's offset is not ours), 423 (an old request still holds the upload), 429."""
+    if isinstance(error, HandoffApiError):
+        return error.status >= 500 or error.status in (409, 423, 429)
+    return error.code == "NETWORK_ERROR"
+
+
+def _server_offset(settings: Settings, url: str) -> Generator[Effect, Outcome, int]:
+    answer = yield from request(RequestSpec("HEAD", url, headers=_TUS, idempotent=False), settings)
+    return _offset_of(answer.headers, url)
+
+
+def _patch_from(settings: Settings, url: str, file: Outgoing, offset: int) -> Generator[Effect, Outcome, int]:
+    """One PATCH of the rest of the file from ``offset``; answers the server's new offset."""
+    headers = {
+        **_TUS,
+        "content-type": "application/offset+octet-stream",
+        "upload-offset": str(offset),
+        "content-length": str(file.wire_size - offset),
+    }
+    spec = RequestSpec("PATCH", url, body=lambda: file.open_from(offset), headers=headers, idempotent=False)
+    answer = yield from request(spec, settings)
+    reached = _offset_of(answer.headers, url)
+    if not offset < reached <= file.wire_size:
+        raise HandoffError("UNEXPECTED_ANSWER", f"the upload's offset went from {offset} to {reached}")
+    return reached
+
+
+def upload_resumable(
+    settings: Settings, url: str, file: Outgoing, known_offset: int | None = 0
+) -> Generator[Effect, Outcome, None]:
+    """A file through its tus upload resource (decisions 7.1, 7.2), as the Node SDK sends it.
+
+    The rest of the file goes in one PATCH from the server's offset; when that fails on the way
+    (a dropped connection, a 5xx), the server keeps what it acknowledged, so after a back-off the
+    upload asks where it is (HEAD) and goes on from there, never from zero. It gives up after
+    MAX_STALLED_ATTEMPTS attempts in a row that moved the offset nowhere, and at once on an
+    answer no retry changes (expired, closed, too large).
+    """
+    best, stalled, known = -1, 0, known_offset
+    while True:
+        try:
+            offset = known if known is not None else (yield from _server_offset(settings, url))
+            known = None
+            if offset > best:
+                best, stalled = offset, 0
+            if offset >= file.wire_size:
+                return
+            known = yield from _patch_from(settings, url, file, offset)
+            if known >= file.wire_size:
+                return
+        except HandoffError as error:
+            if not _transient(error):
+                raise
+            stalled += 1
+            if stalled >= MAX_STALLED_ATTEMPTS:
+                raise HandoffError(
+                    error.code,
+                    f"{error}; the upload made no progress in {MAX_STALLED_ATTEMPTS} attempts in a row "
+                    f"(the server holds {max(0, best)} of {file.wire_size} bytes)",
+                ) from error
+            yield Sleep(backoff_seconds(stalled - 1))
+
+
 def _upload_presigned_file(settings: Settings, link: dict[str, Any], file: Outgoing) -> Generator[Effect, Outcome, None]:
-    """One file to its upload link. Resumable uploads (decisions 7.1, 7.2) slot in here."""
+    """One file to its upload link: from RESUMABLE_FROM bytes through its resumable_url (7.2)."""
+    if file.wire_size >= RESUMABLE_FROM and link.get("resumable_url"):
+        yield from upload_resumable(settings, link["resumable_url"], file)
+        return
     headers = {**link.get("headers", {}), "content-length": str(file.wire_size)}
     method = "POST" if link.get("method") == "POST" else "PUT"
     yield from request(RequestSpec(method, link["upload_url"], body=file.open, headers=headers), settings)
 
 
-def _send_presigned(settings: Settings, fields: dict[str, Any], files: list[Outgoing]) -> Generator[Effect, Outcome, Any]:
+def _send_state(created: dict[str, Any], files: list[LocalFile], sealing: Sealing | None) -> dict[str, Any]:
+    """What finishing the send takes (decisions 7.2), in the Node SDK's SendState shape."""
+    links = created["upload_urls"]
+    return {
+        "transfer_id": created["id"],
+        "expires_at": created["expires_at"],
+        "content_key": to_base64(sealing.content_key) if sealing else None,
+        "files": [
+            {
+                "path": file.path,
+                "name": file.name,
+                "size": file.size,
+                "modified_ms": file.modified_ms,
+                "resumable_url": link["resumable_url"],
+                "encryption_iv": to_base64(sealing.salts[index]) if sealing else None,
+            }
+            for index, (file, link) in enumerate(zip(files, links))
+        ],
+    }
+
+
+def _confirm(settings: Settings, transfer_id: str) -> Generator[Effect, Outcome, Any]:
+    # The API's own confirm path on our base URL: the API key goes to no other host.
+    return (yield from call(RequestSpec("POST", f"/v1/transfers/{transfer_id}/confirm"), settings))
+
+
+def _send_presigned(
+    settings: Settings,
+    fields: dict[str, Any],
+    files: list[Outgoing],
+    on_created: Callable[[dict[str, Any]], None],
+) -> Generator[Effect, Outcome, Any]:
     declared = [
         {
             "name": file.name,
@@ -327,9 +478,61 @@ def _send_presigned(settings: Settings, fields: dict[str, Any], files: list[Outg
         link = links[index] if index < len(links) else None
         if link is None or link.get("file_name") != file.name:
             raise HandoffError("UNEXPECTED_ANSWER", f"the server gave no upload link for {file.name}")
+    on_created(created)
+    for file, link in zip(files, links):
         yield from _upload_presigned_file(settings, link, file)
-    # The API's own confirm path on our base URL: the API key goes to no other host.
-    return (yield from call(RequestSpec("POST", f"/v1/transfers/{created['id']}/confirm"), settings))
+    return (yield from _confirm(settings, created["id"]))
+
+
+def _unchanged_file(entry: dict[str, Any]) -> LocalFile:
+    """The file of a send being resumed, as long as it is the one the send began with."""
+    try:
+        info = os.stat(entry["path"])
+    except OSError:
+        info = None
+    # Node and Python round a modification time differently in its last bits: within 1 ms is the same.
+    if (
+        info is None
+        or not stat.S_ISREG(info.st_mode)
+        or info.st_size != entry["size"]
+        or not math.isclose(info.st_mtime_ns / 1e6, entry["modified_ms"], abs_tol=1.0)
+    ):
+        raise HandoffError(
+            "FILE_CHANGED",
+            f"{entry['path']} changed since the send began: the bytes already sent would no longer match it",
+        )
+    return LocalFile(entry["path"], entry["name"], media_type_of(entry["name"]), info.st_size, info.st_mtime_ns / 1e6)
+
+
+def resume_send_flow(
+    settings: Settings, state: dict[str, Any], on_progress: ProgressCallback | None = None
+) -> Generator[Effect, Outcome, Any]:
+    """Finishes a presigned send that was interrupted (decisions 7.2), as the Node SDK's resumeSend:
+    each file from the server's offset (HEAD), the encrypted ones sealed again from the record
+    holding it with the same K and salt, then confirm. Refuses a transfer no longer pending and a
+    file that changed since the send began."""
+    transfer_id = state["transfer_id"]
+    transfer = yield from call(RequestSpec("GET", f"/v1/transfers/{transfer_id}"), settings)
+    status = transfer.get("status")
+    if status not in ("pending", "expired"):
+        raise HandoffError(
+            "ALREADY_CONFIRMED",
+            f"transfer {transfer_id} was already confirmed (status {status}): nothing is left to send",
+        )
+    expires_at = datetime.fromisoformat(state["expires_at"].replace("Z", "+00:00"))
+    if status == "expired" or expires_at <= datetime.now(timezone.utc):
+        raise HandoffError(
+            "TRANSFER_EXPIRED",
+            f"the upload links of transfer {transfer_id} expired ({state['expires_at']}) before its files "
+            "were all sent: send them again",
+        )
+    content_key = from_base64(state["content_key"]) if state.get("content_key") else None
+    for entry in state["files"]:
+        local = _unchanged_file(entry)
+        iv = entry.get("encryption_iv")
+        out = outgoing(local, (content_key, from_base64(iv)) if content_key and iv else None, on_progress)
+        yield from upload_resumable(settings, entry["resumable_url"], out, known_offset=None)
+    return (yield from _confirm(settings, transfer_id))
 
 
 def send_flow(
@@ -350,9 +553,13 @@ def send_flow(
     if mode == "agent-to-agent" and not options.plain:
         resolved = yield from resolve(options.to, options.account, options.accept_rotation)
         sealing = seal(identity, options.to, resolved, files)
-    out = [outgoing(file, sealing, index, options.on_progress) for index, file in enumerate(files)]
+    out = [outgoing(file, file_sealing(sealing, index), options.on_progress) for index, file in enumerate(files)]
     fields = transfer_fields(identity, options, mode, sealing)
     # Presigned transfers cannot go to people: the server must see those bytes to encrypt them at rest.
     if mode == "agent-to-agent" and sum(file.wire_size for file in out) >= presigned_threshold:
-        return (yield from _send_presigned(settings, fields, out))
+        def on_created(created: dict[str, Any]) -> None:
+            if options.on_started is not None:
+                options.on_started(_send_state(created, files, sealing))
+
+        return (yield from _send_presigned(settings, fields, out, on_created))
     return (yield from _send_multipart(settings, fields, out))
