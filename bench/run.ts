@@ -3,7 +3,7 @@
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
  *
  *   npm run bench                      every benchmark
- *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, stream)
+ *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, webhooks, stream)
  *
  * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
@@ -22,6 +22,7 @@ const BENCHMARKS: Record<string, string> = {
   web: "bench/web-app.ts",
   audit: "bench/audit.ts",
   python: "bench/python-client.ts",
+  webhooks: "bench/webhooks.ts",
   stream: "bench/event-stream.ts",
 };
 

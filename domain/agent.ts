@@ -1,4 +1,5 @@
 import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
+import type { WebhookStatus } from "./webhook.js";
 
 export const AGENT_TYPES = ["custom", "langchain", "crewai", "autogen", "mastra", "n8n"] as const;
 export type AgentType = (typeof AGENT_TYPES)[number];
@@ -38,7 +39,12 @@ export type AgentEvent =
   | { type: "AgentConnected"; data: AgentKeys & { keyVersion: number; connectedAt: string } }
   | { type: "AgentUpdated"; data: { changes: Partial<AgentProfile> } }
   | { type: "AgentDisconnected"; data: { disconnectedAt: string } }
-  | { type: "AgentSeen"; data: { at: string } };
+  | { type: "AgentSeen"; data: { at: string } }
+  /** A new webhook secret; the old one signs too until `previousValidUntil`. Never the secret itself. */
+  | { type: "WebhookSecretRotated"; data: { rotatedAt: string; previousValidUntil: string } }
+  | { type: "WebhookTestRequested"; data: { messageId: string; requestedAt: string } }
+  /** Decisions 8.3: messages failed for 3 days in a row; a PATCH with a webhook_url enables it again. */
+  | { type: "WebhookDisabled"; data: { at: string; failingSince: string } };
 
 export type AgentCommand =
   | {
@@ -57,7 +63,10 @@ export type AgentCommand =
   | { type: "ConnectAgent"; tokenHash: string; keys: AgentKeys; now: string }
   | { type: "UpdateAgent"; accountId: string; changes: Partial<AgentProfile> }
   | { type: "DisconnectAgent"; accountId: string; now: string }
-  | { type: "RecordSeen"; now: string };
+  | { type: "RecordSeen"; now: string }
+  | { type: "RotateWebhookSecret"; accountId: string; now: string; previousValidUntil: string }
+  | { type: "RequestWebhookTest"; accountId: string; messageId: string; now: string }
+  | { type: "DisableWebhook"; now: string; failingSince: string };
 
 export type AgentStatus = "pending" | "connected" | "disconnected";
 
@@ -68,6 +77,8 @@ export interface AgentState {
   keyVersion: number;
   ticket: ConnectionTicket | null;
   lastSeenAt: string | null;
+  /** null while no webhook_url is set. */
+  webhook: WebhookStatus | null;
 }
 
 /** `last_seen_at` moves at most once a minute: activity, not an event per request. */
@@ -135,9 +146,40 @@ function decide(command: AgentCommand, state: AgentState, context: AgentContext)
       if (last !== null && Date.parse(command.now) - last < SEEN_RESOLUTION_MS) return [];
       return [{ type: "AgentSeen", data: { at: command.now } }];
     }
+    case "RotateWebhookSecret": {
+      const refusal = ownWebhook(state, command.accountId);
+      if (refusal) return refusal;
+      const { now, previousValidUntil } = command;
+      return [{ type: "WebhookSecretRotated", data: { rotatedAt: now, previousValidUntil } }];
+    }
+    case "RequestWebhookTest": {
+      const refusal = ownWebhook(state, command.accountId);
+      if (refusal) return refusal;
+      if (state.webhook === "disabled")
+        return refuse("CONFLICT", "this agent's webhook is disabled: set its webhook_url again to enable it");
+      return [
+        { type: "WebhookTestRequested", data: { messageId: command.messageId, requestedAt: command.now } },
+      ];
+    }
+    case "DisableWebhook":
+      if (state.webhook !== "active") return [];
+      return [{ type: "WebhookDisabled", data: { at: command.now, failingSince: command.failingSince } }];
     default:
       return unreachable(command);
   }
+}
+
+/** Decisions 8.1: another account's agent is not found, and a webhook needs its URL first. */
+function ownWebhook(state: AgentState, accountId: string) {
+  if (!state.exists || state.accountId !== accountId) return refuse("NOT_FOUND", "no such agent");
+  if (state.webhook === null) return refuse("CONFLICT", "this agent has no webhook_url");
+  return null;
+}
+
+/** The webhook status a profile change leaves: a URL set (again) enables it, null removes it. */
+function webhookAfter(state: AgentState, changes: Partial<AgentProfile>): WebhookStatus | null {
+  if (!("webhookUrl" in changes)) return state.webhook;
+  return changes.webhookUrl ? "active" : null;
 }
 
 function ownedAndActive(state: AgentState, accountId: string) {
@@ -157,16 +199,22 @@ function evolve(state: AgentState, event: AgentEvent): AgentState {
         keyVersion: event.data.keyVersion,
         ticket: event.data.ticket,
         lastSeenAt: null,
+        webhook: event.data.webhookUrl ? "active" : null,
       };
     case "AgentConnected":
       // The token is burned for good: a connected agent has no ticket left.
       return { ...state, status: "connected", ticket: null };
     case "AgentUpdated":
-      return state;
+      return { ...state, webhook: webhookAfter(state, event.data.changes) };
     case "AgentDisconnected":
       return { ...state, status: "disconnected", ticket: null };
     case "AgentSeen":
       return { ...state, lastSeenAt: event.data.at };
+    case "WebhookSecretRotated":
+    case "WebhookTestRequested":
+      return state;
+    case "WebhookDisabled":
+      return { ...state, webhook: "disabled" };
     default:
       return unreachable(event);
   }
@@ -180,6 +228,7 @@ export const agentDecider: Decider<AgentCommand, AgentEvent, AgentState, AgentCo
     keyVersion: 0,
     ticket: null,
     lastSeenAt: null,
+    webhook: null,
   }),
   evolve,
   decide,

@@ -12,6 +12,8 @@ export const streams = {
   transfer: (transferId: string) => `transfer-${transferId}`,
   connection: (pair: string) => `connection-${pair}`,
   usage: (accountId: string) => `usage-${accountId}`,
+  /** An agent's webhook attempts (decisions 8.3), apart from its own stream so that one stays short. */
+  webhook: (agentId: string) => `webhook-${agentId}`,
 };
 
 export function categoryOf(streamId: string): string {

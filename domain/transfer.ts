@@ -183,8 +183,8 @@ export interface TransferContext {
 export const EXPIRING_STATUSES: TransferStatus[] = ["pending", "pending_recipient", "active", "downloaded"];
 
 /**
- * A transfer's status at `now`: the one rule of time, which the decider, the housekeeper, the
- * queries, the presenters, the file links and the mail all use (decisions 3.13). From `expires_at`
+ * A transfer's status at `now`: the one rule of time, which the decider, the presenters, the file
+ * links and the mail use, and the queries and the housekeeper through its SQL form (decisions 3.13). From `expires_at`
  * on, a transfer stored as pending, held, active or downloaded is expired, whether or not its
  * expiry has been recorded yet. Its SQL form, for queries that select by status, is
  * src/queries/transfer-status.ts (tested against this function on the boundary).
@@ -212,15 +212,6 @@ function goneReason(transfer: Transfer): string {
 /** Bytes a transfer holds: the declared sizes of its files. */
 export function bytesOf(files: TransferFile[]): number {
   return files.reduce((sum, file) => sum + file.size, 0);
-}
-
-/**
- * The most one file may still have while it streams in: the plan's file size, and what is left of
- * the account's storage after the files before it. Null when neither limits it.
- */
-export function uploadAllowance(limits: PlanLimits, storageLeft: number | null): number | null {
-  const caps = [limits.maxFileSize, storageLeft].filter((cap): cap is number => cap !== null);
-  return caps.length === 0 ? null : Math.min(...caps);
 }
 
 function isParty(transfer: Transfer, accountId: string): boolean {
@@ -444,7 +435,10 @@ export const transferDecider: Decider<
   decide,
 };
 
-/** True when a state change just freed the storage this transfer held (expiry, deletion, downloaded out). */
+/**
+ * True when a state change just freed the storage this transfer held (expiry, deletion, downloaded
+ * out): its sender's books release it (domain/storage-quota.ts).
+ */
 export function releasesStorage(before: TransferState, events: TransferEvent[]): boolean {
   const after = events.reduce(evolve, before);
   return before.status !== "none" && before.holdsStorage && after.status !== "none" && !after.holdsStorage;

@@ -1,5 +1,6 @@
 import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
 import type { PlanLimits } from "./plan-limits.js";
+import { storageRefusal } from "./storage-quota.js";
 
 /**
  * An account's quota stream: monthly transfer counts and storage held. Every transfer creation and
@@ -43,7 +44,7 @@ export interface UsageState {
   /**
    * Declared bytes of live transfers (decisions 3.14): counted at creation, released by the
    * transfer's expiry, deletion or last download with auto_delete, each recorded on this stream in
-   * the same append as the transfer's own event.
+   * the same append as the transfer's own event. The quota on them: domain/storage-quota.ts.
    */
   bytesHeld: number;
 }
@@ -60,9 +61,8 @@ function decide(command: UsageCommand, state: UsageState, { limits }: UsageConte
       if (limits.transfersPerMonth !== null && counted >= limits.transfersPerMonth) {
         return refuse("QUOTA_EXCEEDED", `the plan allows ${limits.transfersPerMonth} transfers per month`);
       }
-      if (limits.storageBytes !== null && state.bytesHeld + bytes > limits.storageBytes) {
-        return refuse("STORAGE_FULL", `storage is full: the plan allows ${limits.storageBytes} bytes`);
-      }
+      const full = storageRefusal(state.bytesHeld, bytes, limits);
+      if (full) return full;
       const invited = inviteDay !== null && state.inviteDay === inviteDay ? state.invitesOnDay : 0;
       if (inviteDay !== null && invited >= limits.invitesPerDay) {
         return refuse(
@@ -118,8 +118,3 @@ export const usageDecider: Decider<UsageCommand, UsageEvent, UsageState, UsageCo
   evolve,
   decide,
 };
-
-/** Bytes the account may still store under `limits`, or null when its plan has no storage limit. */
-export function storageLeft(state: UsageState, limits: PlanLimits): number | null {
-  return limits.storageBytes === null ? null : Math.max(0, limits.storageBytes - state.bytesHeld);
-}

@@ -8,6 +8,7 @@ import * as snapshots from "./006_snapshots.js";
 import * as humans from "./007_humans.js";
 import * as appendFunction from "./008_append_function.js";
 import * as history from "./009_history_and_personal_data.js";
+import * as webhooks from "./010_webhooks.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   "007_humans": humans,
   "008_append_function": appendFunction,
   "009_history_and_personal_data": history,
+  "010_webhooks": webhooks,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,5 +1,15 @@
 import type { ApiKeyEvent } from "../domain/api-key.js";
 import { categoryProjection, endedOnErasure } from "./projection.js";
+import type { Changed, Inserted } from "./rows.js";
+
+export interface ApiKeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  key_hash: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
 
 const keyLives = categoryProjection<ApiKeyEvent>({
   name: "api_keys",
@@ -15,11 +25,13 @@ const keyLives = categoryProjection<ApiKeyEvent>({
           name,
           key_hash: keyHash,
           created_at: createdAt,
-        });
+        } satisfies Inserted<ApiKeyRow>);
         return;
       }
       case "ApiKeyRevoked":
-        await trx("api_keys").where({ id }).update({ revoked_at: event.data.revokedAt });
+        await trx("api_keys")
+          .where({ id })
+          .update({ revoked_at: event.data.revokedAt } satisfies Changed<ApiKeyRow>);
         return;
       default:
         return;

@@ -1,5 +1,23 @@
-import type { BroadcastEvent } from "../domain/broadcast.js";
+import type { BroadcastEvent, BroadcastSeverity } from "../domain/broadcast.js";
 import { categoryProjection } from "./projection.js";
+import type { Changed, Inserted } from "./rows.js";
+
+export interface BroadcastRow {
+  id: string;
+  title: string;
+  content: string;
+  severity: BroadcastSeverity;
+  affected_components: string[];
+  agent_count: number;
+  created_at: Date;
+  created_position: string;
+}
+
+export interface BroadcastDeliveryRow {
+  broadcast_id: string;
+  agent_id: string;
+  read_at: Date | null;
+}
 
 /** Rows per insert: three parameters a row stays far below PostgreSQL's 65,535 per statement. */
 const DELIVERY_CHUNK = 1000;
@@ -25,11 +43,18 @@ export const broadcastsProjection = categoryProjection<BroadcastEvent>({
           agent_count: d.agentIds.length,
           created_at: d.publishedAt,
           created_position: recorded.position,
-        });
+        } satisfies Inserted<BroadcastRow>);
         for (let start = 0; start < d.agentIds.length; start += DELIVERY_CHUNK) {
           const chunk = d.agentIds.slice(start, start + DELIVERY_CHUNK);
           await trx("broadcast_deliveries").insert(
-            chunk.map((agentId) => ({ broadcast_id: id, agent_id: agentId, read_at: null })),
+            chunk.map(
+              (agentId) =>
+                ({
+                  broadcast_id: id,
+                  agent_id: agentId,
+                  read_at: null,
+                }) satisfies Inserted<BroadcastDeliveryRow>,
+            ),
           );
         }
         return;
@@ -38,7 +63,7 @@ export const broadcastsProjection = categoryProjection<BroadcastEvent>({
         await trx("broadcast_deliveries")
           .where({ broadcast_id: id, agent_id: event.data.agentId })
           .whereNull("read_at")
-          .update({ read_at: event.data.readAt });
+          .update({ read_at: event.data.readAt } satisfies Changed<BroadcastDeliveryRow>);
         return;
       default:
         return;

@@ -1,10 +1,38 @@
 import type { Knex } from "knex";
 import type { ErasureEvent } from "../domain/erasure.js";
 import { ERASED, personalFields, publicData } from "../domain/personal-data.js";
-import type { RecordedEvent } from "../domain/recorded-event.js";
+import type { ActorKind, RecordedEvent } from "../domain/recorded-event.js";
 import { categoryOf, idOf, streams } from "../domain/streams.js";
 import type { Projection } from "./projection.js";
+import type { Inserted } from "./rows.js";
 import { runTogether, type Statement } from "./statements.js";
+
+/** The actor of a history entry: the event's metadata, without secrets. */
+export interface HistoryActor {
+  kind: ActorKind;
+  account_id: string | null;
+  agent_id: string | null;
+  key_id: string | null;
+}
+
+export interface HistoryEntryRow {
+  position: string;
+  stream_id: string;
+  type: string;
+  at: Date;
+  actor: HistoryActor;
+  data: Record<string, unknown>;
+}
+
+export interface HistoryIndexRow {
+  subject: string;
+  position: string;
+}
+
+export interface HistoryStreamRow {
+  stream_id: string;
+  subjects: string[];
+}
 
 /**
  * History (decisions 6.1–6.3): one `history_entries` row per event that belongs to an account, an
@@ -62,24 +90,26 @@ function ownSubjects(event: RecordedEvent): Subjects {
       ? account(idOf(event.streamId))
       : category === "account_email"
         ? account(d.accountId)
-        : event.type === "DownloadRecorded"
-          ? agent(d.downloaderAgentId)
-          : event.type === "BroadcastRead"
-            ? agent(d.agentId)
-            : event.type === "PersonErased"
-              ? [
-                  ...(d as ErasureEvent["data"]).accountIds.flatMap(account),
-                  ...(d as ErasureEvent["data"]).transferIds.map((t) => `transfer:${t}`),
-                ]
-              : [];
+        : category === "webhook"
+          ? agent(idOf(event.streamId))
+          : event.type === "DownloadRecorded"
+            ? agent(d.downloaderAgentId)
+            : event.type === "BroadcastRead"
+              ? agent(d.agentId)
+              : event.type === "PersonErased"
+                ? [
+                    ...(d as ErasureEvent["data"]).accountIds.flatMap(account),
+                    ...(d as ErasureEvent["data"]).transferIds.map((t) => `transfer:${t}`),
+                  ]
+                : [];
   // An account always sees what it did itself.
   return [...byCategory, ...account(event.metadata.accountId)];
 }
 
 interface Pending {
-  entries: { position: string; stream_id: string; type: string; at: string; actor: unknown; data: unknown }[];
-  index: { subject: string; position: string }[];
-  streams: { stream_id: string; subjects: string[] }[];
+  entries: Inserted<HistoryEntryRow>[];
+  index: HistoryIndexRow[];
+  streams: HistoryStreamRow[];
 }
 
 const CHUNK = 1000;
@@ -106,7 +136,8 @@ async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[]): Pro
           agent_id: event.metadata.agentId,
           key_id: event.metadata.keyId,
         },
-        data: publicData(event.data),
+        // An event's data is an object, and so is what is left of it without secrets.
+        data: publicData(event.data) as HistoryEntryRow["data"],
       });
       for (const subject of subjects) pending.index.push({ subject, position: event.position });
     }
@@ -126,7 +157,7 @@ async function knownStreams(trx: Knex.Transaction, events: RecordedEvent[]): Pro
   for (let i = 0; i < later.length; i += CHUNK) {
     const rows = await trx("history_streams")
       .whereIn("stream_id", later.slice(i, i + CHUNK))
-      .select<{ stream_id: string; subjects: string[] }[]>("stream_id", "subjects");
+      .select<HistoryStreamRow[]>("stream_id", "subjects");
     for (const row of rows) known.set(row.stream_id, row.subjects);
   }
   return known;

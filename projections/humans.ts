@@ -1,7 +1,22 @@
-import { type HumanEvent, setsNewPassword } from "../domain/human.js";
+import { type HumanEvent, type ReceivingKey, setsNewPassword } from "../domain/human.js";
 import type { SessionEvent } from "../domain/session.js";
 import { idOf } from "../domain/streams.js";
 import { categoryProjection, endedOnErasure, type Projection } from "./projection.js";
+import type { Changed, Inserted } from "./rows.js";
+
+/** A person's side of a human account (its address and name are the account's). */
+export interface HumanRow {
+  account_id: string;
+  email_verified: boolean;
+  receiving_key: ReceivingKey | null;
+}
+
+export interface SessionRow {
+  id: string;
+  account_id: string;
+  expires_at: Date;
+  ended_at: Date | null;
+}
 
 /** A person's verification and receiving key, by account: read by resolve, sends and sessions. */
 export const humansProjection = categoryProjection<HumanEvent>({
@@ -11,16 +26,24 @@ export const humansProjection = categoryProjection<HumanEvent>({
   async apply(trx, event, accountId) {
     switch (event.type) {
       case "HumanSignedUp":
-        await trx("humans").insert({ account_id: accountId, email_verified: false, receiving_key: null });
+        await trx("humans").insert({
+          account_id: accountId,
+          email_verified: false,
+          receiving_key: null,
+        } satisfies Inserted<HumanRow>);
         return;
       case "EmailVerified":
-        await trx("humans").where({ account_id: accountId }).update({ email_verified: true });
+        await trx("humans")
+          .where({ account_id: accountId })
+          .update({ email_verified: true } satisfies Changed<HumanRow>);
         return;
       case "ReceivingKeySet": {
         const { publicKey, kdf, keyVersion } = event.data;
         await trx("humans")
           .where({ account_id: accountId })
-          .update({ receiving_key: JSON.stringify({ publicKey, kdf, keyVersion }) });
+          .update({
+            receiving_key: JSON.stringify({ publicKey, kdf, keyVersion }),
+          } satisfies Changed<HumanRow>);
         return;
       }
       default:
@@ -42,10 +65,12 @@ const sessionLives = categoryProjection<SessionEvent>({
           account_id: event.data.accountId,
           expires_at: event.data.expiresAt,
           ended_at: null,
-        });
+        } satisfies Inserted<SessionRow>);
         return;
       case "SessionEnded":
-        await trx("sessions").where({ id: sessionId }).update({ ended_at: event.data.at });
+        await trx("sessions")
+          .where({ id: sessionId })
+          .update({ ended_at: event.data.at } satisfies Changed<SessionRow>);
         return;
       default:
         return;
@@ -69,7 +94,7 @@ function endedOnNewPassword(inner: Projection): Projection {
         .where({ account_id: idOf(recorded.streamId) })
         .whereNull("ended_at");
       if (event.type === "PasswordChanged") open.whereNot({ id: event.data.keptSessionId });
-      await open.update({ ended_at: event.data.at });
+      await open.update({ ended_at: event.data.at } satisfies Changed<SessionRow>);
     },
   };
 }

@@ -3,9 +3,52 @@ import type { ErasureEvent } from "../domain/erasure.js";
 import { ERASED } from "../domain/personal-data.js";
 import type { RecordedEvent } from "../domain/recorded-event.js";
 import { categoryOf, idOf } from "../domain/streams.js";
-import { type TransferEvent, type TransferRecord, withWrappedKey } from "../domain/transfer.js";
+import {
+  type TransferEncryption,
+  type TransferEvent,
+  type TransferFile,
+  type TransferMode,
+  type TransferRecord,
+  type TransferStatus,
+  withWrappedKey,
+} from "../domain/transfer.js";
 import type { Projection } from "./projection.js";
+import type { Changed, Inserted } from "./rows.js";
 import { runTogether, type Statement } from "./statements.js";
+
+export interface TransferRow {
+  id: string;
+  mode: TransferMode;
+  sender: string;
+  sender_account_id: string;
+  sender_agent_id: string | null;
+  sender_person_id: string | null;
+  recipient: string;
+  recipient_person_id: string | null;
+  recipient_account_id: string | null;
+  recipient_agent_id: string | null;
+  /** As recorded: the status a reader sees at a time is statusAt's (domain/transfer.ts). */
+  status: TransferStatus;
+  pending_reason: string | null;
+  files: TransferFile[];
+  file_count: number;
+  total_size: number;
+  max_downloads: number;
+  downloads: number;
+  auto_delete: boolean;
+  is_encrypted: boolean;
+  message: string | null;
+  metadata: Record<string, unknown>;
+  encryption: TransferEncryption;
+  created_at: Date;
+  expires_at: Date;
+  /** The log position of its creation: orders the list. */
+  created_position: string;
+  /** That of its creation, then of its activation: orders the inbox and makes its cursor. */
+  inbox_position: string;
+  files_deleted: boolean;
+  purge_after: Date | null;
+}
 
 /**
  * One row per transfer: the list, get, inbox and housekeeping all read it. `created_position`
@@ -24,10 +67,9 @@ export const transfersProjection: Projection = {
   applyBatch: applyTransfers,
 };
 
-type Row = Record<string, unknown>;
 type Created = Extract<TransferEvent, { type: "TransferCreated" }>["data"];
 
-function rowOf(id: string, d: Created, position: string): Row {
+function rowOf(id: string, d: Created, position: string): Inserted<TransferRow> {
   return {
     id,
     mode: d.mode,
@@ -65,7 +107,7 @@ async function changeOf(
   event: Exclude<TransferEvent, { type: "TransferCreated" }>,
   position: string,
   current: () => Promise<Pick<TransferRecord, "files" | "encryption">>,
-): Promise<Row> {
+): Promise<Changed<TransferRow>> {
   switch (event.type) {
     case "TransferActivated":
       return { status: "active", inbox_position: position };
@@ -99,8 +141,8 @@ async function changeOf(
  * recordset joined to its transfer by id (a download changes `downloads` alone, so a batch of
  * downloads is one update however many rows it touches). Each transfer is in one of them.
  */
-function rowUpdates(changed: Map<string, Row>): Statement[] {
-  const byColumns = new Map<string, Row[]>();
+function rowUpdates(changed: Map<string, Changed<TransferRow>>): Statement[] {
+  const byColumns = new Map<string, Changed<TransferRow>[]>();
   for (const [id, change] of changed) {
     const columns = Object.keys(change).sort().join(",");
     const rows = byColumns.get(columns) ?? [];
@@ -118,8 +160,8 @@ function rowUpdates(changed: Map<string, Row>): Statement[] {
 }
 
 async function applyTransfers(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void> {
-  const created = new Map<string, Row>();
-  const changed = new Map<string, Row>();
+  const created = new Map<string, Inserted<TransferRow>>();
+  const changed = new Map<string, Changed<TransferRow>>();
   // New rows and changes to older ones touch different rows: one statement for all of them.
   const flush = async () => {
     const statements = rowUpdates(changed);

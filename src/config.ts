@@ -47,6 +47,7 @@ const schema = z.object({
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   MIN_FREE_DISK_MB: z.coerce.number().min(0).default(100),
   TEST_CLOCK: flag.optional(),
+  WEBHOOKS_ALLOW_PRIVATE: flag.optional(),
 });
 
 export interface Config {
@@ -77,6 +78,8 @@ export interface Config {
   /** /readyz answers 503 when the disk the blobs are written to has less than this many bytes free. */
   minFreeDiskBytes: number;
   testClock: boolean;
+  /** Decisions 8.1: webhooks may use http:// and reach private, loopback and link-local addresses. */
+  webhooksAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -118,5 +121,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     metricsToken: c.METRICS_TOKEN ?? null,
     minFreeDiskBytes: Math.round(c.MIN_FREE_DISK_MB * 1024 * 1024),
     testClock: c.TEST_CLOCK ?? false,
+    webhooksAllowPrivate: c.WEBHOOKS_ALLOW_PRIVATE ?? false,
   };
 }

@@ -11,6 +11,7 @@ import { SnapshotStore } from "./command-handlers/snapshots.js";
 import { StreamLock } from "./command-handlers/stream-lock.js";
 import type { TransferDeps } from "./command-handlers/transfers/record.js";
 import { WatchedEventStore } from "./command-handlers/watched-store.js";
+import type { WebhookDeps } from "./command-handlers/webhooks.js";
 import type { Config } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
 import type { EventStore } from "./eventstore/port.js";
@@ -24,13 +25,17 @@ import { FallbackCounter } from "./rate-limits/fallback.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
 import { peopleMailer } from "./reactors/people-mail.js";
-import { Reactor } from "./reactors/reactor.js";
+import { oneByOne, Reactor } from "./reactors/reactor.js";
+import { WebhookDispatcher } from "./reactors/webhooks/dispatcher.js";
+import { webhookMessages } from "./reactors/webhooks/messages.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { HotLookups } from "./read-models/hot-rows.js";
 import { HeldContentKeys } from "./security/at-rest.js";
 import { HumanTokens } from "./security/human-tokens.js";
 import { loadServerKey } from "./security/server-key.js";
 import { UrlTokens } from "./security/url-tokens.js";
+import type { Resolver, WebhookPolicy } from "./security/webhook-addresses.js";
+import { WebhookSecrets } from "./security/webhook-secrets.js";
 
 /** Everything a running Handoff holds, wired from the configuration: the composition root. */
 export interface Service {
@@ -57,6 +62,10 @@ export interface Service {
   humanDeps: HumanDeps;
   /** Signs and checks session tokens and verification links. */
   tokens: HumanTokens;
+  /** The command deps plus the webhooks' secrets and address policy (decisions 8.1). */
+  webhookDeps: WebhookDeps;
+  /** Sends the webhook messages; `wake` makes it look at the queue at once. */
+  webhooks: WebhookDispatcher;
   close(): Promise<void>;
 }
 
@@ -64,7 +73,20 @@ export interface ServiceOptions {
   /** Start the projectors and the housekeeper (the CLI's rebuild runs projections itself). */
   runProjections?: boolean;
   onProjectionError?: (error: unknown) => void;
+  /** How webhook host names are resolved (default: the system's resolver); tests stand in for DNS. */
+  webhookResolver?: Resolver;
+  /** How long one webhook attempt may take (default 10 s, decisions 8.3); tests of time-outs shorten it. */
+  webhookAttemptTimeoutMs?: number;
 }
+
+/** The system's resolver, every address of a name. */
+const systemResolver: Resolver = async (hostname) => {
+  const { lookup } = await import("node:dns/promises");
+  return lookup(hostname, { all: true, verbatim: true });
+};
+
+/** How long the webhook reactor waits for the read models it reads to reach an event. */
+const WEBHOOK_READ_MODEL_WAIT_MS = 30_000;
 
 /**
  * PGlite runs in this thread and no other process can write to it: every append wakes the
@@ -157,7 +179,16 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     "invitations",
     store,
     db,
-    peopleMailer({ mailer, clock, store, tokens, people: deps.people, publicBaseUrl: config.publicBaseUrl }),
+    oneByOne(
+      peopleMailer({
+        mailer,
+        clock,
+        store,
+        tokens,
+        people: deps.people,
+        publicBaseUrl: config.publicBaseUrl,
+      }),
+    ),
     (error) => console.error("sending an e-mail failed:", error),
   );
   // Redis is optional at run time: a server starts, and keeps answering, while it is away.
@@ -165,10 +196,51 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     ? new FallbackCounter(RedisCounter.open(config.redisUrl), (message) => console.warn(message))
     : new MemoryCounter();
   const humanDeps: HumanDeps = { ...transferDeps, tokens, addressCounts: rateLimits };
+  const webhookPolicy: WebhookPolicy = {
+    allowPrivate: config.webhooksAllowPrivate,
+    resolve: options.webhookResolver ?? systemResolver,
+  };
+  const webhookSecrets = new WebhookSecrets(db, serverKey);
+  const webhooks = new WebhookDispatcher({
+    db,
+    clock,
+    commands: deps,
+    secrets: webhookSecrets,
+    policy: webhookPolicy,
+    people: deps.people,
+    ...(options.webhookAttemptTimeoutMs ? { attemptTimeoutMs: options.webhookAttemptTimeoutMs } : {}),
+    onError: (error) => console.error("webhook delivery failed:", error),
+  });
+  testClock?.onAdvance(() => webhooks.wake());
+  const webhookDeps: WebhookDeps = {
+    ...deps,
+    db,
+    webhookSecrets,
+    webhookPolicy,
+    wakeDispatcher: () => webhooks.wake(),
+  };
+  const webhookReactor = new Reactor(
+    "webhooks",
+    store,
+    db,
+    webhookMessages({
+      db,
+      clock,
+      publicBaseUrl: config.publicBaseUrl,
+      readModelsAt: async (position) => {
+        if (!(await engine.waitFor(position, WEBHOOK_READ_MODEL_WAIT_MS)))
+          throw new Error(`the read models did not reach ${position}`);
+      },
+      enqueued: () => webhooks.wake(),
+    }),
+    (error) => console.error("queueing a webhook message failed:", error),
+  );
   if (options.runProjections ?? true) {
     await engine.start();
     housekeeper.start();
     await peopleMail.start();
+    await webhookReactor.start();
+    webhooks.start();
   }
 
   return {
@@ -188,7 +260,11 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     transferDeps,
     humanDeps,
     tokens,
+    webhookDeps,
+    webhooks,
     async close() {
+      await webhooks.stop();
+      await webhookReactor.stop();
       await peopleMail.stop();
       await housekeeper.stop();
       await engine.stop();

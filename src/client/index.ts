@@ -189,6 +189,30 @@ export function addClientCommands(program: Command): void {
     .addOption(yes())
     .action(runs(async () => (await import("./commands/agents.js")).agentsDelete));
 
+  const webhook = program
+    .command("webhook")
+    .description("an agent's signed push delivery (docs/webhooks.md)");
+  webhook
+    .command("set")
+    .description(
+      "set an agent's https:// endpoint (an empty URL clears it); the first prints its secret once",
+    )
+    .argument("<AGENT>", "its slug or UUID")
+    .argument("<URL>", "the receiver's URL")
+    .action(runs(async () => (await import("./commands/webhooks.js")).webhookSet));
+  webhook
+    .command("test")
+    .description("send a webhook.test message to the agent's endpoint")
+    .argument("<AGENT>", "its slug or UUID")
+    .action(runs(async () => (await import("./commands/webhooks.js")).webhookTest));
+  webhook
+    .command("deliveries")
+    .description("the agent's webhook messages, newest first, with their attempts")
+    .argument("<AGENT>", "its slug or UUID")
+    .option("--limit <N>", "at most N, 1 to 100 (default 20)")
+    .addOption(json())
+    .action(runs(async () => (await import("./commands/webhooks.js")).webhookDeliveries));
+
   const transfers = program.command("transfers").description("transfers the account sent or received");
   transfers
     .command("list")

@@ -12,6 +12,7 @@ import {
   webhookUrlSchema,
 } from "./common.js";
 import { operation } from "./operation.js";
+import { webhookSecret, webhookStatus } from "./webhooks.js";
 
 export const agentTypeSchema = z.enum(AGENT_TYPES);
 const connectionStatus = z.enum(["pending", "connected", "disconnected"]);
@@ -26,6 +27,7 @@ export const Agent = named(
     name: z.string().nullable(),
     description: z.string().nullable(),
     webhook_url: z.string().nullable(),
+    webhook_status: webhookStatus,
     agent_type: z.string(),
     connection_status: connectionStatus,
     public_key: publicKey.optional().describe("Absent while the agent is pending"),
@@ -60,10 +62,13 @@ export const UpdatedAgent = named(
     name: true,
     description: true,
     webhook_url: true,
+    webhook_status: true,
     agent_type: true,
     connection_status: true,
     metadata: true,
     created_at: true,
+  }).extend({
+    webhook_secret: webhookSecret.optional().describe("Only the first time a webhook_url is set"),
   }),
   { description: "An agent after a profile change" },
 );
@@ -108,10 +113,27 @@ export const RegisteredAgent = named(
     claim_code: z.string().nullable(),
     token_expires_at: timestamp.nullable(),
     inbox_url: z.string(),
+    webhook_secret: webhookSecret.optional().describe("With a webhook_url: its signing secret, shown once"),
     created_at: timestamp,
     message: z.string(),
   }),
-  { description: "A newly registered agent; two-step registrations carry their connection token" },
+  {
+    description: "A newly registered agent; two-step registrations carry their connection token",
+    example: {
+      id: "6f1c2b7e-3d4a-4c5b-9e8f-0a1b2c3d4e5f",
+      agent_id: "report-bot",
+      name: null,
+      connection_status: "connected",
+      public_key: "q1v9Tq4mXo5b3n1d6QmJt2yCk6g0Yw4oH2rj5m8Yb2c=",
+      key_version: 1,
+      connection_token: null,
+      claim_code: null,
+      token_expires_at: null,
+      inbox_url: "http://127.0.0.1:8080/v1/transfers/inbox?agent_id=report-bot",
+      created_at: "2026-01-01T12:00:00.000Z",
+      message: "Agent report-bot is registered and connected.",
+    },
+  },
 );
 
 export const AgentConnection = named("AgentConnection", z.object({ public_key: publicKey, ...keyFields }), {

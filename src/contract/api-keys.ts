@@ -10,11 +10,20 @@ export const IssuedApiKey = named(
     api_key: z.string().describe("The key itself (`hnd_…`): shown this once, never again"),
     created_at: timestamp,
   }),
-  { description: "A new API key" },
+  {
+    description: "A new API key",
+    example: {
+      id: "0b6e4f7a-2c1d-4e3f-8a9b-1c2d3e4f5a6b",
+      name: "ci",
+      api_key: "hnd_2Xk9v0Qm4Lr8Tz1Wc7Ny5Bp3Hd6Fj0Sa",
+      created_at: "2026-01-01T12:00:00.000Z",
+    },
+  },
 );
 
 export const ApiKey = named("ApiKey", z.object({ id: z.uuid(), name: z.string(), created_at: timestamp }), {
   description: "An API key in use (never the key itself)",
+  example: { id: "0b6e4f7a-2c1d-4e3f-8a9b-1c2d3e4f5a6b", name: "ci", created_at: "2026-01-01T12:00:00.000Z" },
 });
 
 export const RevokedApiKey = named(

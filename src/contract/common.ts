@@ -39,46 +39,26 @@ export const count = z.number().int().min(0);
 
 /** `{ <key>: Item[] }`: the items of a list or a page under their plural name. */
 type Items<Key extends string, Item extends z.ZodType> = { [K in Key]: z.ZodArray<Item> };
-const items = <Key extends string, Item extends z.ZodType>(key: Key, item: Item) =>
-  ({ [key]: z.array(item) }) as Items<Key, Item>;
+
+/** Named answers of items under a key, followed by `more` (where a page lies). */
+function itemsWith<More extends z.ZodRawShape>(more: More) {
+  return <Key extends string, Item extends z.ZodType>(
+    id: string,
+    key: Key,
+    item: Item,
+    description: string,
+  ) => named(id, z.object({ ...({ [key]: z.array(item) } as Items<Key, Item>), ...more }), { description });
+}
 
 /** A whole list: `{ <key>: Item[] }`. */
-export const list = <Key extends string, Item extends z.ZodType>(
-  id: string,
-  key: Key,
-  item: Item,
-  description: string,
-) => named(id, z.object(items(key, item)), { description });
-
+export const list = itemsWith({});
 /** A page by offset (decisions 3.10): the items, the total and where the page lies in it. */
-export const offsetPage = <Key extends string, Item extends z.ZodType>(
-  id: string,
-  key: Key,
-  item: Item,
-  description: string,
-) =>
-  named(
-    id,
-    z.object({ ...items(key, item), total: count, limit: count, offset: count, has_more: z.boolean() }),
-    { description },
-  );
-
+export const offsetPage = itemsWith({ total: count, limit: count, offset: count, has_more: z.boolean() });
 /** A page by cursor: the items and the cursor of the next page. */
-export const cursorPage = <Key extends string, Item extends z.ZodType>(
-  id: string,
-  key: Key,
-  item: Item,
-  description: string,
-) =>
-  named(
-    id,
-    z.object({
-      ...items(key, item),
-      next_cursor: z.string().nullable().describe("Pass as `cursor` for the next page"),
-      has_more: z.boolean(),
-    }),
-    { description },
-  );
+export const cursorPage = itemsWith({
+  next_cursor: z.string().nullable().describe("Pass as `cursor` for the next page"),
+  has_more: z.boolean(),
+});
 
 export const ErrorDetail = named("ErrorDetail", z.object({ path: z.string(), message: z.string() }), {
   description:

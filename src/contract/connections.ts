@@ -12,7 +12,21 @@ export const Connection = named(
     created_at: timestamp,
     updated_at: timestamp,
   }),
-  { description: "A connection between the caller's account and another (decisions 3.18)" },
+  {
+    description: "A connection between the caller's account and another (decisions 3.18)",
+    example: {
+      id: "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+      status: "active",
+      direction: "outgoing",
+      peer_account: {
+        id: "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+        name: "Partner Ltd",
+        email_masked: "p*****r@example.com",
+      },
+      created_at: "2026-01-01T12:00:00.000Z",
+      updated_at: "2026-01-01T12:05:00.000Z",
+    },
+  },
 );
 export type Connection = z.infer<typeof Connection>;
 

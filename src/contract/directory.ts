@@ -14,7 +14,16 @@ export const SendableAgent = named(
       .optional()
       .describe("The other account's name, for agents of connected accounts"),
   }),
-  { description: "An agent the caller may send to (spec 2.2)" },
+  {
+    description: "An agent the caller may send to (spec 2.2)",
+    example: {
+      id: "6f1c2b7e-3d4a-4c5b-9e8f-0a1b2c3d4e5f",
+      agent_id: "archive-bot",
+      name: "Archive",
+      own: false,
+      account_name: "Partner Ltd",
+    },
+  },
 );
 export type SendableAgent = z.infer<typeof SendableAgent>;
 

@@ -13,6 +13,7 @@ import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
 import { resumableOperations } from "./resumable.js";
 import { transferOperations } from "./transfers.js";
+import { webhookOperations } from "./webhooks.js";
 
 /**
  * Every operation of the public API, in the order the document lists them. Operations a server
@@ -25,6 +26,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...accountOperations,
   ...accountRecoveryOperations,
   ...agentOperations,
+  ...webhookOperations,
   ...directoryOperations,
   ...profileOperations,
   ...apiKeyOperations,

@@ -140,6 +140,7 @@ const REQUEST_HEADERS: Record<RequestHeader | "Idempotency-Key", Json> = {
 const TAGS: Record<string, string> = {
   health: "Liveness and readiness",
   agents: "Agents: registration, keys, profile",
+  webhooks: "Signed push delivery to an agent's endpoint (decisions 8.1–8.3)",
   accounts: "The caller's account",
   people: "People: sign-up, sessions, receiving key",
   "api keys": "An account's API keys",

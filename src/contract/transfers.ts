@@ -229,7 +229,33 @@ export const TransferDownload = named(
     sender_public_key: z.string().nullable(),
     recipient_public_key: z.string().nullable(),
   }),
-  { description: "A counted download: signed links to each file and what decrypts them" },
+  {
+    description: "A counted download: signed links to each file and what decrypts them",
+    example: {
+      id: "tr_3f9a1c",
+      files: [
+        {
+          file_name: "report.pdf",
+          download_url: "http://127.0.0.1:8080/v1/files/eyJrIjoi",
+          size: 52431,
+          encryption_iv: null,
+        },
+      ],
+      downloads: 1,
+      downloads_remaining: 9,
+      expires_at: "2026-01-02T12:00:00.000Z",
+      auto_delete: true,
+      is_encrypted: false,
+      encrypted_key: null,
+      encryption_algorithm: null,
+      recipient_key_version: null,
+      sender_signature: null,
+      channel_id: null,
+      encryption_salt: null,
+      sender_public_key: null,
+      recipient_public_key: null,
+    },
+  },
 );
 
 export const PresignedTransfer = named(
@@ -249,7 +275,24 @@ export const PresignedTransfer = named(
     confirm_url: z.string(),
     expires_at: timestamp.describe("When the upload links expire"),
   }),
-  { description: "A presigned transfer: upload each file to its link, then confirm" },
+  {
+    description: "A presigned transfer: upload each file to its link, then confirm",
+    example: {
+      id: "tr_3f9a1c",
+      upload_urls: [
+        {
+          file_id: "f_1",
+          file_name: "report.pdf",
+          upload_url: "http://127.0.0.1:8080/v1/uploads/eyJrIjoi",
+          resumable_url: "http://127.0.0.1:8080/v1/uploads/eyJrIjoi",
+          method: "PUT",
+          headers: { "content-type": "application/pdf" },
+        },
+      ],
+      confirm_url: "http://127.0.0.1:8080/v1/transfers/tr_3f9a1c/confirm",
+      expires_at: "2026-01-01T13:00:00.000Z",
+    },
+  },
 );
 
 export const DeletedTransfer = named(

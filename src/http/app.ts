@@ -31,6 +31,7 @@ import { humanRoutes } from "./routes/humans.js";
 import { profileRoutes } from "./routes/profile.js";
 import { resumableRoutes } from "./routes/resumable.js";
 import { transferRoutes } from "./routes/transfers.js";
+import { webhookRoutes } from "./routes/webhooks.js";
 import { registerSlowBodyGuard } from "./slow-bodies.js";
 import { defaultWebRoot, notFoundAnswer, objectStoreOrigins, registerWebApp } from "./web-app.js";
 
@@ -109,6 +110,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   const context: RouteContext = { service, idempotency, settle, eventStreams };
   await app.register(healthRoutes(context));
   await app.register(agentRoutes(context));
+  await app.register(webhookRoutes(context));
   await app.register(humanRoutes(context));
   await app.register(apiKeyRoutes(context));
   await app.register(accountRoutes(context));

@@ -66,7 +66,7 @@ const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> 
   NOT_FOUND: { status: 404 },
   QUOTA_EXCEEDED: { status: 403 },
   SELF_CONNECTION: { status: 400 },
-  // Spec section 7: a full storage answers like a file that is too large.
+  // Spec section 7: a full storage answers like a file that is too large (domain/storage-quota.ts).
   STORAGE_FULL: { status: 413, code: "FILE_TOO_LARGE" },
   TRANSFER_PENDING: { status: 409 },
   UNAUTHORIZED: { status: 401 },

@@ -1,11 +1,10 @@
 import { ERASED } from "../../domain/personal-data.js";
 import type { PlanLimits } from "../../domain/plan-limits.js";
-import { bytesOf, statusAt, type Transfer, type TransferFile } from "../../domain/transfer.js";
+import type { Transfer, TransferFile } from "../../domain/transfer.js";
 import type { Agent } from "../contract/agents.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
 import type { PersonRow } from "../queries/humans.js";
-import type { TransferRow } from "../queries/transfers.js";
 
 /** Decisions/spec 7: an address is shown to other accounts only masked, never in full. */
 export function maskEmail(email: string): string {
@@ -18,6 +17,10 @@ export function maskEmail(email: string): string {
 }
 
 const iso = (value: Date | string) => new Date(value).toISOString();
+
+// The Transfer of spec 2.3 lives with the read side: the webhook messages carry it too (decisions 8.2).
+export { presentTransfer, type TransferView, viewOf } from "../queries/transfer-view.js";
+
 const isoOrNull = (value: Date | string | null) => (value === null ? null : iso(value));
 
 /** The full Agent of spec 2.1; a pending agent has no public key or key version yet (decisions 3.21). */
@@ -28,6 +31,7 @@ export function presentAgent(row: AgentRow): Agent {
     name: row.name,
     description: row.description,
     webhook_url: row.webhook_url,
+    webhook_status: row.webhook_status,
     agent_type: row.agent_type,
     connection_status: row.connection_status,
     ...(row.public_key !== null ? { public_key: row.public_key } : {}),
@@ -65,73 +69,6 @@ export function presentAccount(row: AccountRow, person?: Pick<PersonRow, "email_
     kind: row.kind,
     ...(row.kind === "human" ? { email_verified: person?.email_verified ?? false } : {}),
     created_at: iso(row.created_at),
-  };
-}
-
-/** What the Transfer of spec 2.3 is made from: a read-model row, or a transfer as just decided. */
-export type TransferView = Pick<
-  TransferRow,
-  | "id"
-  | "status"
-  | "pending_reason"
-  | "mode"
-  | "sender"
-  | "recipient"
-  | "files"
-  | "file_count"
-  | "total_size"
-  | "max_downloads"
-  | "downloads"
-  | "is_encrypted"
-  | "auto_delete"
-  | "message"
-> & { created_at: Date | string; expires_at: Date | string };
-
-/** A transfer as its decider left it, so a write answers without waiting for the read models. */
-export function viewOf(transfer: Transfer): TransferView {
-  const { record } = transfer;
-  return {
-    id: record.transferId,
-    status: transfer.status,
-    pending_reason: record.pendingReason,
-    mode: record.mode,
-    sender: record.sender,
-    recipient: record.recipient,
-    files: record.files,
-    file_count: record.files.length,
-    total_size: bytesOf(record.files),
-    max_downloads: record.maxDownloads,
-    downloads: transfer.downloads,
-    is_encrypted: record.isEncrypted,
-    auto_delete: record.autoDelete,
-    message: record.message,
-    created_at: record.createdAt,
-    expires_at: record.expiresAt,
-  };
-}
-
-/** The Transfer of spec 2.3, with the status a reader sees now (decisions 3.13). */
-export function presentTransfer(row: TransferView, baseUrl: string, now: Date) {
-  const expiresAt = iso(row.expires_at);
-  return {
-    id: row.id,
-    url: `${baseUrl}/t/${row.id}`,
-    api_url: `${baseUrl}/v1/transfers/${row.id}/download`,
-    status: statusAt(row.status, expiresAt, now.toISOString()),
-    pending_reason: row.pending_reason,
-    mode: row.mode,
-    sender: row.sender,
-    recipient: row.recipient,
-    files: row.files.map((file) => ({ name: file.name, size: file.size, type: file.type })),
-    file_count: row.file_count,
-    total_size: Number(row.total_size),
-    max_downloads: row.max_downloads,
-    downloads: row.downloads,
-    is_encrypted: row.is_encrypted,
-    auto_delete: row.auto_delete,
-    message: row.message,
-    created_at: iso(row.created_at),
-    expires_at: expiresAt,
   };
 }
 

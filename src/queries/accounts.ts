@@ -1,26 +1,11 @@
 import type { Knex } from "knex";
-import type { AccountKind } from "../../domain/account.js";
+import type { AccountRow } from "../../projections/accounts.js";
+import type { ApiKeyRow } from "../../projections/api-keys.js";
 import { normalEmail, type PersonalData } from "../privacy/personal-data.js";
 import { revealRow } from "../privacy/reveal.js";
 import { isUuid } from "./agents.js";
 
-export interface AccountRow {
-  id: string;
-  email: string;
-  name: string;
-  plan: string;
-  kind: AccountKind;
-  created_at: Date;
-  erased_at: Date | null;
-}
-
-export interface ApiKeyRow {
-  id: string;
-  account_id: string;
-  name: string;
-  created_at: Date;
-  revoked_at: Date | null;
-}
+export type { AccountRow, ApiKeyRow };
 
 /** An account as shown: its e-mail address and name opened, or "[erased]". */
 export async function findAccount(
@@ -55,7 +40,10 @@ export async function findAccountByEmail(
   return row && revealRow(people, row, ["email", "name"]);
 }
 
-export async function findApiKey(db: Knex, id: string): Promise<ApiKeyRow | undefined> {
+/** An API key as shown: never its digest. */
+export type ApiKeyShown = Omit<ApiKeyRow, "key_hash">;
+
+export async function findApiKey(db: Knex, id: string): Promise<ApiKeyShown | undefined> {
   if (!isUuid(id)) return undefined;
   return db<ApiKeyRow>("api_keys")
     .select("id", "account_id", "name", "created_at", "revoked_at")
@@ -64,7 +52,7 @@ export async function findApiKey(db: Knex, id: string): Promise<ApiKeyRow | unde
 }
 
 /** The account's keys still in use, oldest first (revoked ones stay in the history only). */
-export async function listApiKeys(db: Knex, accountId: string): Promise<ApiKeyRow[]> {
+export async function listApiKeys(db: Knex, accountId: string): Promise<ApiKeyShown[]> {
   return db<ApiKeyRow>("api_keys")
     .select("id", "account_id", "name", "created_at", "revoked_at")
     .where({ account_id: accountId })

@@ -1,23 +1,7 @@
 import type { Knex } from "knex";
+import type { AgentRow } from "../../projections/agents.js";
 
-export interface AgentRow {
-  id: string;
-  account_id: string;
-  agent_id: string;
-  name: string | null;
-  description: string | null;
-  webhook_url: string | null;
-  agent_type: string;
-  connection_status: "pending" | "connected" | "disconnected";
-  public_key: string | null;
-  public_key_algorithm: string;
-  signing_public_key: string | null;
-  signing_key_algorithm: string;
-  key_version: number | null;
-  last_seen_at: Date | null;
-  metadata: Record<string, unknown>;
-  created_at: Date;
-}
+export type { AgentRow };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

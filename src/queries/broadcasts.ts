@@ -1,17 +1,9 @@
 import type { Knex } from "knex";
 import { type BroadcastSeverity, URGENT_SEVERITIES } from "../../domain/broadcast.js";
+import type { BroadcastRow } from "../../projections/broadcasts.js";
 import { isUuid } from "./agents.js";
 
-export interface BroadcastRow {
-  id: string;
-  title: string;
-  content: string;
-  severity: BroadcastSeverity;
-  affected_components: string[];
-  agent_count: number;
-  created_at: Date;
-  created_position: string;
-}
+export type { BroadcastRow };
 
 const COLUMNS = [
   "b.id",

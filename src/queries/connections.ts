@@ -1,20 +1,12 @@
 import type { Knex } from "knex";
-import type { ConnectionStatus } from "../../domain/connection.js";
+import type { ConnectionRow } from "../../projections/connections.js";
 import type { PersonalData } from "../privacy/personal-data.js";
 import { revealRows } from "../privacy/reveal.js";
 import { type AccountRow, findAccount, findAccountByEmail } from "./accounts.js";
 import { type AgentRow, isUuid } from "./agents.js";
 import { accountsThatSentTo } from "./humans.js";
 
-export interface ConnectionRow {
-  id: string;
-  pair: string;
-  requester_account_id: string;
-  invitee_account_id: string;
-  status: ConnectionStatus;
-  created_at: Date;
-  updated_at: Date;
-}
+export type { ConnectionRow };
 
 export async function findConnection(db: Knex, id: string): Promise<ConnectionRow | undefined> {
   if (!isUuid(id)) return undefined;

@@ -1,16 +1,10 @@
 import type { Knex } from "knex";
 import { personalFields } from "../../domain/personal-data.js";
-import type { ActorKind } from "../../domain/recorded-event.js";
+import type { HistoryEntryRow } from "../../projections/history.js";
 import type { PersonalData } from "../privacy/personal-data.js";
 
-export interface HistoryRow {
-  position: string;
-  stream_id: string;
-  type: string;
-  at: Date | string;
-  actor: { kind: ActorKind; account_id: string | null; agent_id: string | null; key_id: string | null };
-  data: Record<string, unknown>;
-}
+/** A history entry as the queries read it (the history projection writes them). */
+export type HistoryRow = HistoryEntryRow;
 
 /** `account:<id>`, `agent:<id>` or `transfer:<id>`: what the history projection indexes entries by. */
 export type HistorySubject = `${"account" | "agent" | "transfer"}:${string}`;

@@ -1,18 +1,13 @@
 import type { Knex } from "knex";
-import type { ReceivingKey } from "../../domain/human.js";
+import type { AccountRow } from "../../projections/accounts.js";
+import type { HumanRow } from "../../projections/humans.js";
 import { normalEmail, type PersonalData } from "../privacy/personal-data.js";
 import { revealRow } from "../privacy/reveal.js";
 import { isUuid } from "./agents.js";
 import { whereStatusAt } from "./transfer-status.js";
 
-/** A human account as the read models show it. */
-export interface PersonRow {
-  account_id: string;
-  email: string;
-  name: string;
-  email_verified: boolean;
-  receiving_key: ReceivingKey | null;
-}
+/** A human account as the read models show it: the person's side and the account's address and name. */
+export type PersonRow = HumanRow & Pick<AccountRow, "email" | "name">;
 
 const people = (db: Knex) =>
   db("humans")

@@ -1,43 +1,10 @@
 import type { Knex } from "knex";
-import {
-  statusAt,
-  type TransferEncryption,
-  type TransferFile,
-  type TransferMode,
-  type TransferStatus,
-} from "../../domain/transfer.js";
+import { statusAt, type TransferStatus } from "../../domain/transfer.js";
+import type { TransferRow } from "../../projections/transfers.js";
 import { type Addressee, addressedTo, toPerson } from "./humans.js";
 import { whereOverdue, whereStatusAt } from "./transfer-status.js";
 
-export interface TransferRow {
-  id: string;
-  mode: TransferMode;
-  sender: string;
-  sender_account_id: string;
-  sender_agent_id: string | null;
-  recipient: string;
-  recipient_person_id: string | null;
-  recipient_account_id: string | null;
-  recipient_agent_id: string | null;
-  status: TransferStatus;
-  pending_reason: string | null;
-  files: TransferFile[];
-  file_count: number;
-  total_size: number;
-  max_downloads: number;
-  downloads: number;
-  auto_delete: boolean;
-  is_encrypted: boolean;
-  message: string | null;
-  metadata: Record<string, unknown>;
-  encryption: TransferEncryption;
-  created_at: Date;
-  expires_at: Date;
-  created_position: string;
-  inbox_position: string;
-  files_deleted: boolean;
-  purge_after: Date | null;
-}
+export type { TransferRow };
 
 const TRANSFER_ID = /^tr_[0-9A-Za-z]{24}$/;
 

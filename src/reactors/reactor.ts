@@ -10,6 +10,15 @@ const SAVE_EVERY = 1000;
  */
 const READ_INTERVAL_MS = 100;
 
+/** A reactor's step from a step per event (an e-mail each): true when any of them acted. */
+export function oneByOne(react: (event: RecordedEvent) => Promise<boolean>) {
+  return async (batch: RecordedEvent[]): Promise<boolean> => {
+    let acted = false;
+    for (const event of batch) acted = (await react(event)) || acted;
+    return acted;
+  };
+}
+
 /**
  * Runs a side effect (an e-mail) once per event, from a checkpoint kept beside the projections'.
  * Unlike a projection it is never rebuilt, and it starts at the head of the log the first time it
@@ -24,8 +33,8 @@ export class Reactor {
     private readonly name: string,
     private readonly store: EventStore,
     private readonly db: Knex,
-    /** Acts on one event; true when it did something. */
-    private readonly react: (event: RecordedEvent) => Promise<boolean>,
+    /** Acts on a batch of events, in log order; true when it did something (see `oneByOne`). */
+    private readonly react: (batch: RecordedEvent[]) => Promise<boolean>,
     private readonly onError: (error: unknown) => void,
   ) {}
 
@@ -40,8 +49,7 @@ export class Reactor {
       from,
       readIntervalMs: READ_INTERVAL_MS,
       handle: async (batch) => {
-        let acted = false;
-        for (const event of batch) acted = (await this.react(event)) || acted;
+        const acted = await this.react(batch);
         unsaved += batch.length;
         const last = batch[batch.length - 1];
         if (last && (acted || unsaved >= SAVE_EVERY)) {

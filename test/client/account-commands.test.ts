@@ -1,10 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../http/transfer-helpers.js";
 import { ADMIN_TOKEN } from "../support/app.js";
 import { freshPostgres, postgresServer } from "../support/databases.js";
 import { freePort, ServerProcess } from "../support/server-process.js";
+import { startReceiver } from "../support/webhook-receiver.js";
 import { handoff, tempDir } from "./support.js";
 
 /** Start-up (tsx and the embedded database) takes minutes when the machine is busy. */
@@ -73,6 +76,8 @@ describe("handoff account commands against a running server", () => {
       DATA_DIR: dataDir,
       ADMIN_TOKEN,
       TEST_CLOCK: "1",
+      // The webhook receiver of the tests listens on 127.0.0.1.
+      WEBHOOKS_ALLOW_PRIVATE: "1",
       ...(database ? { DATABASE_URL: database.url } : {}),
     };
     // The operator's commands run before the server: an embedded data folder has one process at a time.
@@ -167,6 +172,41 @@ describe("handoff account commands against a running server", () => {
     expect(unknown.stderr).toBe(
       "this account has no agent 'nobody' (handoff agents list shows its agents)\n",
     );
+  });
+
+  it("webhook set, test and deliveries: a signed webhook.test reaches the receiver", async () => {
+    await identity("hooked");
+    const receiver = await startReceiver();
+    try {
+      const set = await ok(["webhook", "set", "hooked", receiver.url]);
+      const agent = JSON.parse(set.stdout) as Json;
+      expect(agent).toMatchObject({ webhook_url: receiver.url, webhook_status: "active" });
+      expect(agent.webhook_secret).toMatch(/^whsec_/);
+      expect(set.stderr).toContain("shown only once");
+      const tested = await ok(["webhook", "test", "hooked"]);
+      const messageId = /msg_[0-9a-f]+/.exec(tested.stdout)?.[0];
+      await waitUntil(() => receiver.received.length > 0, "the test message arrived", 30_000);
+      const [received] = receiver.received;
+      expect(received?.headers["webhook-id"]).toBe(messageId);
+      new Webhook(agent.webhook_secret as string).verify(
+        received?.body ?? "",
+        received?.headers as Record<string, string>,
+      );
+      await waitUntil(
+        async () => (await client(["webhook", "deliveries", "hooked"])).stdout.includes("delivered"),
+        "the delivery log shows it delivered",
+        30_000,
+      );
+      const table = await ok(["webhook", "deliveries", "hooked"]);
+      expect(table.stdout.split("\n")[0]).toMatch(/^MESSAGE +TYPE +STATUS +ATTEMPTS +LAST +NEXT$/);
+      expect(table.stdout).toMatch(new RegExp(`^${messageId} +webhook.test +delivered +1 +200 +- *$`, "m"));
+      const page = await okJson(["webhook", "deliveries", "hooked", "--json"]);
+      expect((page.deliveries as Json[])[0]).toMatchObject({ message_id: messageId, status: "delivered" });
+      const again = await okJson(["webhook", "set", "hooked", `${receiver.url}/v2`]);
+      expect(again).not.toHaveProperty("webhook_secret");
+    } finally {
+      await receiver.close();
+    }
   });
 
   it("identity new --keep-existing keeps a file that holds the agent's keys, and still refuses others", async () => {

@@ -28,6 +28,7 @@ const LIST_ITEM_KEYS = [
   "last_seen_at",
   "metadata",
   "name",
+  "webhook_status",
   "webhook_url",
 ];
 const FULL_AGENT_KEYS = [
@@ -46,6 +47,7 @@ const PATCH_RESPONSE_KEYS = [
   "id",
   "metadata",
   "name",
+  "webhook_status",
   "webhook_url",
 ];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

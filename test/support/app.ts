@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { loadConfig } from "../../src/config.js";
 import { type AppOptions, buildApp } from "../../src/http/app.js";
-import { openService, type Service } from "../../src/service.js";
+import { openService, type Service, type ServiceOptions } from "../../src/service.js";
 import { freshPostgres, postgresServer, tempDir } from "./databases.js";
 import { checkAnswersAgainstDocument } from "./openapi-check.js";
 
@@ -28,7 +28,12 @@ export const randomPublicKey = () => randomBytes(32).toString("base64");
 
 /** The real service and HTTP app on PGlite (a temp DATA_DIR) or on a fresh PostgreSQL database. */
 export async function startTestApp(
-  options: { database?: "pglite" | "postgres"; env?: Record<string, string>; app?: AppOptions } = {},
+  options: {
+    database?: "pglite" | "postgres";
+    env?: Record<string, string>;
+    app?: AppOptions;
+    service?: ServiceOptions;
+  } = {},
 ): Promise<TestApp> {
   const dir = tempDir();
   const fresh =
@@ -40,7 +45,7 @@ export async function startTestApp(
     ...(fresh ? { DATABASE_URL: fresh.url } : {}),
     ...options.env,
   });
-  const service = await openService(config);
+  const service = await openService(config, options.service);
   const app = await buildApp(service, { instrument: checkAnswersAgainstDocument, ...options.app });
 
   const call: TestApp["call"] = (method, url, { key, body, headers } = {}) =>

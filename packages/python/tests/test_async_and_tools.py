@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
-import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,15 +42,33 @@ def test_async_send_and_receive_both_paths(env: dict[str, str], tmp_path: Path) 
     assert len(results) == 2
 
 
+# Lists the Node MCP server's tools over the MCP SDK's in-memory transport: what a model sees.
+LIST_MCP_TOOLS = """
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { handoffMcpServer } from "./src/client/mcp/tools.ts";
+const server = handoffMcpServer({ client: {}, shield: undefined, downloadsDir: "/tmp" });
+const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
+await server.connect(serverSide);
+const client = new Client({ name: "python-tools-test", version: "1" });
+await client.connect(clientSide);
+const { tools } = await client.listTools();
+console.log(JSON.stringify(Object.fromEntries(tools.map((tool) => [tool.name, Object.keys(tool.inputSchema.properties ?? {})]))));
+await client.close();
+"""
+
+
 def mcp_tool_inputs() -> dict[str, list[str]]:
-    """The tools and their input names as src/client/mcp/tools.ts registers them."""
-    source = (ROOT / "src/client/mcp/tools.ts").read_text()
-    found: dict[str, list[str]] = {}
-    for block in source.split("server.registerTool(")[1:]:
-        name = re.search(r'"(\w+)"', block)
-        assert name is not None
-        schema = re.search(r"inputSchema: \{(.*?)\n      \},", block, re.S)
-        found[name.group(1)] = re.findall(r"^\s{8}(\w+):", schema.group(1), re.M) if schema else []
+    """The tools and their input names as the Node MCP server (src/client/mcp/tools.ts) lists them."""
+    listed = subprocess.run(
+        ["node", "--conditions=source", "--import", "tsx", "--input-type=module", "-e", LIST_MCP_TOOLS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found: dict[str, list[str]] = json.loads(listed.stdout)
     return found
 
 

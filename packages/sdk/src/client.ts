@@ -38,6 +38,8 @@ import type {
   Transfer,
   TransferPage,
   TransferStatus,
+  UpdatedAgent,
+  WebhookDeliveryPage,
   WhoAmI,
 } from "./types.js";
 import { SDK_VERSION } from "./version.js";
@@ -334,12 +336,46 @@ export class HandoffClient {
   }
 
   /** Changes an agent's profile; only the fields given change, keys never (spec 4.5). */
-  updateAgent(id: string, changes: AgentChanges): Promise<AccountAgent> {
-    return this.transport.json<AccountAgent>({
+  updateAgent(id: string, changes: AgentChanges): Promise<UpdatedAgent> {
+    return this.transport.json<UpdatedAgent>({
       method: "PATCH",
       url: agentPath(id),
       idempotent: true,
       json: changes,
+    });
+  }
+
+  /** Sends a webhook.test message to an agent's endpoint (decisions 8.2); answers its message id. */
+  testWebhook(id: string): Promise<{ message_id: string }> {
+    return this.transport.json<{ message_id: string }>({
+      method: "POST",
+      url: `${agentPath(id)}/webhook-test`,
+      idempotent: false,
+    });
+  }
+
+  /** A new webhook secret for an agent; the old one signs too for 24 hours (decisions 8.1). */
+  rotateWebhookSecret(id: string): Promise<{ webhook_secret: string }> {
+    return this.transport.json<{ webhook_secret: string }>({
+      method: "POST",
+      url: `${agentPath(id)}/webhook-secret`,
+      idempotent: false,
+    });
+  }
+
+  /** One page of an agent's webhook messages and their attempts, newest first (decisions 8.3). */
+  webhookDeliveries(
+    id: string,
+    options: { cursor?: string; limit?: number } = {},
+  ): Promise<WebhookDeliveryPage> {
+    const query = new URLSearchParams();
+    if (options.cursor) query.set("cursor", options.cursor);
+    if (options.limit) query.set("limit", String(options.limit));
+    const suffix = query.size > 0 ? `?${query}` : "";
+    return this.transport.json<WebhookDeliveryPage>({
+      method: "GET",
+      url: `${agentPath(id)}/webhook-deliveries${suffix}`,
+      idempotent: true,
     });
   }
 

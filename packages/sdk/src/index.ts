@@ -38,3 +38,9 @@ export {
 } from "./shield/index.js";
 export type * from "./types.js";
 export { SDK_VERSION } from "./version.js";
+export {
+  type VerifyWebhookOptions,
+  verifyWebhook,
+  type WebhookHeaders,
+  type WebhookMessage,
+} from "./webhooks.js";

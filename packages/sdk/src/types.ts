@@ -71,6 +71,15 @@ export type History = Schema<"History">;
 /** What PATCH /v1/agents/{id} changes; only the fields present change. */
 export type AgentChanges = Schema<"AgentUpdate">;
 
+/** PATCH /v1/agents/{id}: the agent after the change, with `webhook_secret` the first time a URL is set. */
+export type UpdatedAgent = Schema<"UpdatedAgent">;
+
+/** A webhook message and its attempts (decisions 8.3). */
+export type WebhookDelivery = Schema<"WebhookDelivery">;
+
+/** GET /v1/agents/{id}/webhook-deliveries: newest first. */
+export type WebhookDeliveryPage = Schema<"WebhookDeliveryPage">;
+
 /** GET /v1/transfers (decisions 3.10). */
 export type TransferPage = Schema<"TransferPage">;
 

@@ -1,18 +1,19 @@
 import type { TransferEncryption, TransferMode, TransferTerms } from "../../../domain/transfer.js";
 import type { ResolvedParties } from "./parties.js";
 
+/**
+ * The terms a caller sets: the transfer's terms (domain/transfer.ts), its expiry as a time from
+ * now. A new term of TransferTerms is a new field here, with nothing to change in this file.
+ */
+export type RequestedTerms = Omit<TransferTerms, "expiresAt"> & { expiresInSeconds: number };
+
 /** What a caller asks of a new transfer, validated at the edge, before anything is resolved. */
 export interface TransferIntent {
   mode: TransferMode;
   sender: string;
   recipient: string;
   recipientAccount: string | null;
-  expiresInSeconds: number;
-  maxDownloads: number;
-  autoDelete: boolean;
-  isEncrypted: boolean;
-  message: string | null;
-  metadata: Record<string, unknown>;
+  terms: RequestedTerms;
   /** The client's encryption material (decisions 3.20), stored as given. */
   encryptedKey: string | null;
   encryptionAlgorithm: string | null;
@@ -31,14 +32,8 @@ export function partiesInput(intent: TransferIntent) {
 
 /** The transfer's terms; the plan's retention is the transfer decider's to check. */
 export function termsOf(intent: TransferIntent, now: Date): TransferTerms {
-  return {
-    maxDownloads: intent.maxDownloads,
-    autoDelete: intent.autoDelete,
-    isEncrypted: intent.isEncrypted,
-    message: intent.message,
-    metadata: intent.metadata,
-    expiresAt: new Date(now.getTime() + intent.expiresInSeconds * 1000).toISOString(),
-  };
+  const { expiresInSeconds, ...terms } = intent.terms;
+  return { ...terms, expiresAt: new Date(now.getTime() + expiresInSeconds * 1000).toISOString() };
 }
 
 /**
@@ -46,7 +41,7 @@ export function termsOf(intent: TransferIntent, now: Date): TransferTerms {
  * The recipient's key is given for what a browser or a person's client opens or wrote (spec 4.13).
  */
 export function encryptionOf(intent: TransferIntent, resolved: ResolvedParties): TransferEncryption {
-  const encrypted = intent.isEncrypted;
+  const encrypted = intent.terms.isEncrypted;
   const receivingKey = resolved.human?.hasReceivingKey ? resolved.human.account?.receiving_key : null;
   return {
     encryptedKey: encrypted ? intent.encryptedKey : null,

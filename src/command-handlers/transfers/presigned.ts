@@ -34,7 +34,7 @@ export async function createPresignedTransfer(
   // A person without a receiving key gets files the server encrypts as they stream in, which a
   // direct upload to storage cannot do; one with a key gets what the client encrypted to it.
   const person = resolved.human;
-  if (person && !(intent.isEncrypted && person.hasReceivingKey)) {
+  if (person && !(intent.terms.isEncrypted && person.hasReceivingKey)) {
     throw refuse(
       "INVALID",
       "agent-to-human transfers to someone without a receiving key go through POST /v1/transfers, so the server can encrypt them for the recipient",

@@ -4,6 +4,7 @@ import { billingPeriodStart } from "../../../domain/billing.js";
 import { DomainError } from "../../../domain/decider.js";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
 import { limitsOf } from "../../../domain/plans/catalog.js";
+import { mayNeedOverdue } from "../../../domain/storage-quota.js";
 import { streams } from "../../../domain/streams.js";
 import {
   bytesOf,
@@ -13,7 +14,7 @@ import {
   type TransferEvent,
   transferDecider,
 } from "../../../domain/transfer.js";
-import { storageLeft, type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
+import { type UsageEvent, type UsageState, usageDecider } from "../../../domain/usage.js";
 import type { BlobStore } from "../../blobs/port.js";
 import {
   NO_STREAM,
@@ -105,9 +106,7 @@ export async function prepareSender(
   bytesAtMost: number | null,
 ): Promise<Sender> {
   const sender = await loadSender(deps, accountId);
-  const left = storageLeft(sender.usage.state, sender.limits);
-  if (left === null || sender.usage.state.bytesHeld === 0) return sender;
-  if (bytesAtMost !== null && bytesAtMost <= left) return sender;
+  if (!mayNeedOverdue(sender.usage.state.bytesHeld, sender.limits, bytesAtMost)) return sender;
   const overdue = await overdueTransfersOf(deps.db, accountId, deps.clock.now());
   if (overdue.length === 0) return sender;
   for (const id of overdue) await changeTransfer(deps, id, { type: "ExpireTransfer" }, SYSTEM_ACTOR);

@@ -1,7 +1,7 @@
 import { fromBase64, wrapContentKey } from "@handoff/sdk";
 import { refuse } from "../../../domain/decider.js";
+import { storageLeft } from "../../../domain/storage-quota.js";
 import type { AtRestEncryption, TransferEncryption, TransferFile } from "../../../domain/transfer.js";
-import { storageLeft } from "../../../domain/usage.js";
 import { blobKey } from "../../blobs/keys.js";
 import { newHeldContentKey } from "../../security/at-rest.js";
 import type { Actor } from "../streams.js";
@@ -50,7 +50,7 @@ export async function stageUpload(
     parts,
     deps.blobs,
     transferId,
-    { limits: sender.limits, storageLeft: storageLeft(sender.usage.state, sender.limits) },
+    { limits: sender.limits, storageLeft: storageLeft(sender.usage.state.bytesHeld, sender.limits) },
     (fields) => (serverEncrypts(fields) ? newHeldContentKey() : null),
     fingerprinted,
   );
@@ -79,7 +79,7 @@ async function forPerson(
   encryption: TransferEncryption,
 ): Promise<{ atRest: AtRestEncryption | null; encryption: TransferEncryption }> {
   const key = person.hasReceivingKey ? person.account?.receiving_key : null;
-  if (intent.isEncrypted) {
+  if (intent.terms.isEncrypted) {
     if (!key) {
       throw refuse(
         "INVALID",

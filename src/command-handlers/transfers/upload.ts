@@ -3,8 +3,9 @@ import { type Duplex, pipeline, type Readable, type Transform } from "node:strea
 import { encryptedSize } from "@handoff/sdk";
 import { refuse } from "../../../domain/decider.js";
 import { fileNameProblem } from "../../../domain/file-names.js";
-import { overMaxFileSize, type PlanLimits } from "../../../domain/plan-limits.js";
-import { type TransferFile, uploadAllowance } from "../../../domain/transfer.js";
+import type { PlanLimits } from "../../../domain/plan-limits.js";
+import { tooLarge, uploadAllowance } from "../../../domain/storage-quota.js";
+import type { TransferFile } from "../../../domain/transfer.js";
 import { ByteCounter } from "../../blobs/filesystem.js";
 import { HashTap } from "../../blobs/hash-tap.js";
 import { blobKey } from "../../blobs/keys.js";
@@ -150,13 +151,7 @@ export async function receiveMultipart(
         stored += size;
       } catch (error) {
         if (!(error instanceof BlobTooLargeError)) throw error;
-        const { maxFileSize } = caps.limits;
-        throw refuse(
-          "FILE_TOO_LARGE",
-          maxFileSize !== null && error.maxBytes === maxFileSize
-            ? overMaxFileSize(part.filename, { ...caps.limits, maxFileSize })
-            : `'${part.filename}' does not fit: the account's storage is full`,
-        );
+        throw tooLarge(part.filename, caps.limits, error.maxBytes);
       }
     }
   } catch (error) {

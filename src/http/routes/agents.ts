@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { AgentKeys } from "../../../domain/agent.js";
-import { connectAgent, disconnectAgent, registerAgent, updateAgent } from "../../command-handlers/agents.js";
+import { connectAgent, disconnectAgent } from "../../command-handlers/agents.js";
+import { registerAgentWithWebhook, updateAgentWithWebhook } from "../../command-handlers/webhooks.js";
 import * as api from "../../contract/agents.js";
 import { type AgentRow, findAgent, listAgents } from "../../queries/agents.js";
 import { isBase64Key32 } from "../../security/public-keys.js";
@@ -27,7 +28,7 @@ function agentKeys(publicKey: string, signingPublicKey: string | undefined): Age
 }
 
 export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsync {
-  const { db, deps, config } = service;
+  const { db, deps, config, webhookDeps } = service;
 
   /** The caller's own agent, or the spec's 404 / 403. */
   async function ownAgent(accountId: string, id: string): Promise<AgentRow> {
@@ -54,8 +55,8 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         const body = request.body;
         const keys =
           body.public_key === undefined ? null : agentKeys(body.public_key, body.signing_public_key);
-        const result = await registerAgent(
-          deps,
+        const result = await registerAgentWithWebhook(
+          webhookDeps,
           caller.accountId,
           {
             slug: body.agent_id,
@@ -84,6 +85,7 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
           claim_code: issued?.claimCode ?? null,
           token_expires_at: issued?.tokenExpiresAt ?? null,
           inbox_url: `${config.publicBaseUrl}/v1/transfers/inbox?agent_id=${encodeURIComponent(agent.agent_id)}`,
+          ...(result.webhookSecret ? { webhook_secret: result.webhookSecret } : {}),
           created_at: agent.created_at,
           message: keys
             ? `Agent ${agent.agent_id} is registered and connected.`
@@ -146,9 +148,11 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
             metadata,
           }).filter(([, value]) => value !== undefined),
         );
-        const result = await updateAgent(deps, caller.accountId, agent.id, changes, caller);
+        const result = await updateAgentWithWebhook(webhookDeps, caller.accountId, agent.id, changes, caller);
         await settle(result.position);
-        return presentAgent(await settledAgent(agent.id));
+        const { public_key, public_key_algorithm, signing_public_key, signing_key_algorithm, ...updated } =
+          presentAgent(await settledAgent(agent.id));
+        return { ...updated, ...(result.webhookSecret ? { webhook_secret: result.webhookSecret } : {}) };
       },
     });
 

@@ -55,6 +55,17 @@ class UsageError(Exception):
     """A command line that cannot run: one line on stderr, pointing at the help."""
 
 
+class ArgumentCountError(UsageError):
+    """Too many arguments for a command: worded as the Node CLI's parser words it, pointing at
+    that command's own --help."""
+
+    def __init__(self, command: str, expected: int, got: int) -> None:
+        plural = "" if expected == 1 else "s"
+        super().__init__(
+            f"error: too many arguments for '{command}'. Expected {expected} argument{plural} but got {got}."
+        )
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
@@ -297,7 +308,7 @@ def receive(args: list[str]) -> int:
     positionals: list[str] = values.transfer_id
     transfer_id = _required(positionals[0] if positionals else None, "TRANSFER_ID")
     if len(positionals) > 1:
-        raise UsageError(f"one TRANSFER_ID only, got: {' '.join(positionals)}")
+        raise ArgumentCountError("receive", 1, len(positionals))
     shield = _shield(values.shield)
     with _agent_client(identity) as client, ProgressBars(sys.stderr) as bars:
         result = client.receive(
@@ -386,6 +397,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args[: len(words)] == words:
             try:
                 return command(args[len(words) :])
+            except ArgumentCountError as error:
+                _warn(f"{error} (handoff {' '.join(words)} --help shows its usage)")
+                return 1
             except UsageError as error:
                 _warn(f"{error} (handoff help lists the commands)")
                 return 1
