@@ -3,6 +3,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newParties } from "../http/transfer-helpers.js";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
+import { unopenedStream } from "../support/event-stream-reader.js";
 import { firstResponse, listenLocally, rawExchange } from "../support/raw-http.js";
 
 /** Seeded so a failure replays: FUZZ_SEED=<seed> npx vitest run test/fuzz. */
@@ -10,15 +11,12 @@ const SEED = Number(process.env.FUZZ_SEED ?? 1124);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1500);
 const RAW_RUNS = Number(process.env.FUZZ_RAW_RUNS ?? 150);
 
+type DocumentedGet = Parameters<typeof unopenedStream>[0];
+
 let t: TestApp;
 let routes: { method: string; path: string }[];
-/**
- * Paths whose answer is an event stream: one that opens never ends, and app.inject waits for the
- * end. They are fuzzed with Accept: application/json, so every check in front of the stream runs
- * and a valid request is refused (406) instead of opened; test/http/inbox-events.test.ts reads
- * the streams themselves over real HTTP.
- */
-let streamPaths: Set<string>;
+/** What each documented GET answers (its event streams are not opened: unopenedStream). */
+let gets: Record<string, DocumentedGet | undefined>;
 let keys: string[];
 beforeAll(async () => {
   t = await startTestApp();
@@ -26,15 +24,13 @@ beforeAll(async () => {
   keys = [parties.apiKey, parties.apiKey, parties.apiKey, ADMIN_TOKEN, "hnd_notakey", ""];
   // Every route the app documents, so that a new route is fuzzed without touching this file.
   const document = (await t.call("GET", "/docs/json")).json() as {
-    paths: Record<string, Record<string, { responses?: Record<string, { content?: object }> }>>;
+    paths: Record<string, Record<string, DocumentedGet>>;
   };
   routes = Object.entries(document.paths).flatMap(([path, operations]) =>
     Object.keys(operations).map((method) => ({ method: method.toUpperCase(), path })),
   );
-  streamPaths = new Set(
-    Object.entries(document.paths)
-      .filter(([, operations]) => "text/event-stream" in (operations.get?.responses?.["200"]?.content ?? {}))
-      .map(([path]) => path),
+  gets = Object.fromEntries(
+    Object.entries(document.paths).map(([path, operations]) => [path, operations.get]),
   );
 });
 afterAll(async () => t.close());
@@ -204,7 +200,7 @@ describe("fuzz: every route, random requests", () => {
             ...r.headers,
             ...(key ? { authorization: `Bearer ${key}` } : {}),
             ...(r.body ? { "content-type": r.body.type } : {}),
-            ...(streamPaths.has(route.path) ? { accept: "application/json" } : {}),
+            ...((r.method ?? route.method) === "GET" ? unopenedStream(gets[route.path]) : {}),
           },
           ...(r.body ? { payload: r.body.payload } : {}),
         });

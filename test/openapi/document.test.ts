@@ -15,6 +15,7 @@ import { registerPending } from "../http/helpers.js";
 import { newPerson } from "../http/people.js";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
 import { postgresServer } from "../support/databases.js";
+import { unopenedStream } from "../support/event-stream-reader.js";
 
 /**
  * docs/openapi.json as a client developer meets it (issue 19): the document the server serves, the
@@ -28,6 +29,7 @@ interface Operation {
   operationId?: string;
   security?: Record<string, string[]>[];
   requestBody?: { content: Record<string, unknown> };
+  responses?: Record<string, { content?: object }>;
 }
 interface Document {
   paths: Record<string, Record<string, Operation>>;
@@ -120,6 +122,7 @@ describe("the OpenAPI document", () => {
         "tus-resumable": "1.0.0",
         ...(authorization ? { authorization } : {}),
         ...(json ? { "content-type": "application/json" } : {}),
+        ...unopenedStream(operation),
       },
       ...(json ? { payload: "{}" } : {}),
     });

@@ -68,3 +68,19 @@ export class EventStreamReader {
     await this.done;
   }
 }
+
+/** An operation of docs/openapi.json, as far as its answers go. */
+interface DocumentedOperation {
+  responses?: Record<string, { content?: object }>;
+}
+
+/**
+ * The headers that keep app.inject from opening `operation`'s event stream: one that opens never
+ * ends, and app.inject waits for the end. With Accept: application/json every check in front of
+ * the stream still runs and a valid request is refused (406); inbox-events.test.ts reads the
+ * streams themselves over real HTTP.
+ */
+export function unopenedStream(operation: DocumentedOperation | undefined): Record<string, string> {
+  const answersStream = "text/event-stream" in (operation?.responses?.["200"]?.content ?? {});
+  return answersStream ? { accept: "application/json" } : {};
+}
