@@ -206,6 +206,8 @@ describe("handoff account commands against a running server", () => {
       expect(again).not.toHaveProperty("webhook_secret");
     } finally {
       await receiver.close();
+      // The free plan holds two agents: the later tests register carol beside alice.
+      await ok(["agents", "delete", "hooked", "--yes"]);
     }
   });
 
