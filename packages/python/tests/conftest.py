@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,6 +167,16 @@ def run_node(args: list[str], env: dict[str, str], timeout: float = 300) -> Run:
         [*NODE_CLI, *args], cwd=ROOT, env=_clean_env(env), capture_output=True, text=True, timeout=timeout
     )
     return Run(done.returncode, done.stdout, done.stderr)
+
+
+def wait_until(ready: Callable[[], bool], seconds: float, interval: float = 0.1) -> bool:
+    """Polls ``ready`` until it holds or ``seconds`` pass; whether it held."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
 
 
 def new_slug(prefix: str) -> str:

@@ -8,11 +8,10 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SOURCE, Server, new_slug, run_node, run_python
+from conftest import ROOT, SOURCE, Server, new_slug, run_node, run_python, wait_until
 
 from handoff.crypto import encrypted_size
 
@@ -140,9 +139,7 @@ def test_listen_receives_each_new_transfer_reports_failures_and_stops_on_sigterm
     )
     try:
         ok = run_python(["send", "--identity", str(sender), "--to", receiver_slug, str(good)], env).json()
-        deadline = time.monotonic() + 120
-        while not (out / "good.txt").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until((out / "good.txt").exists, 120, 0.2)
         assert (out / "good.txt").read_text() == "hello"
     finally:
         listener.send_signal(signal.SIGTERM)

@@ -10,14 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from conftest import SOURCE, Server, run_python
+from conftest import SOURCE, Server, run_python, wait_until
 from test_cli import identity
 from handoff import AsyncClient, Client
 from handoff.listening import ListenOptions, arrivals_flow
@@ -94,16 +93,11 @@ def test_cli_listen_receives_through_the_event_stream(server: Server, tmp_path: 
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while EVENTS not in requests() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert EVENTS in requests(), "listen opened no event stream"
+        assert wait_until(lambda: EVENTS in requests(), 60), "listen opened no event stream"
         note = tmp_path / "note.txt"
         note.write_text("through the stream")
         sent = run_python(["send", "--identity", str(sender), "--to", receiver_slug, str(note)], env).json()
-        deadline = time.monotonic() + 60
-        while not (out / "note.txt").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until((out / "note.txt").exists, 60)
         assert (out / "note.txt").read_text() == "through the stream"
     finally:
         listener.send_signal(signal.SIGTERM)
