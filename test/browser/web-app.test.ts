@@ -5,11 +5,13 @@ import { createIdentity, HandoffClient } from "@handoff/sdk";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildWebApp } from "../../web/build.js";
-import { startTestApp, type TestApp } from "../support/app.js";
+import { waitUntil } from "../http/transfer-helpers.js";
+import { randomPublicKey, startTestApp, type TestApp } from "../support/app.js";
 import { type Browser, chromiumSkipReason, launchChromium } from "../support/browser.js";
 import { tempDir } from "../support/databases.js";
 import { outboxMessages } from "../support/outbox.js";
 import { freePort } from "../support/server-process.js";
+import { type Receiver, startReceiver } from "../support/webhook-receiver.js";
 
 if (chromiumSkipReason) console.warn(`[handoff tests] browser suite skipped: ${chromiumSkipReason}`);
 
@@ -83,12 +85,17 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
   let agent: HandoffClient;
   let transferId: string;
   let agentAccountEmail: string;
+  let receiver: Receiver;
 
   beforeAll(async () => {
     await buildWebApp(web.path);
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
-    t = await startTestApp({ env: { PUBLIC_BASE_URL: baseUrl }, app: { webRoot: web.path } });
+    // Webhooks go to a receiver on 127.0.0.1, which only WEBHOOKS_ALLOW_PRIVATE allows (8.1).
+    t = await startTestApp({
+      env: { PUBLIC_BASE_URL: baseUrl, WEBHOOKS_ALLOW_PRIVATE: "1" },
+      app: { webRoot: web.path },
+    });
     await t.app.listen({ port, host: "127.0.0.1" });
     dataDir = t.service.config.dataDir;
     browser = await launchChromium();
@@ -108,6 +115,7 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
   });
 
   afterAll(async () => {
+    await receiver?.close();
     await browser?.close();
     await t?.close();
     web.remove();
@@ -389,6 +397,72 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     const api404 = await fetch(`${baseUrl}/v1/no-such-route`, { headers: { accept: "text/html" } });
     expect(api404.status).toBe(404);
     expect(((await api404.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");
+
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("shows each of the person's agents with its webhook endpoint, status and recent deliveries", async () => {
+    receiver = await startReceiver();
+    // The second message is refused: the page shows it retrying, and the agent as failing.
+    receiver.answer = (_request, index) => ({ status: index === 0 ? 200 : 500 });
+    const login = await t.call("POST", "/v1/auth/login", {
+      body: { email: PERSON, password: RESET_LOGIN_PASSWORD },
+    });
+    const session = login.json().token as string;
+    // A name that is markup, in the URL too: the page must show it as text.
+    const endpoint = `${receiver.url}?who=<b>dana</b>`;
+    const registered = await t.call("POST", "/v1/agents/register", {
+      key: session,
+      body: {
+        agent_id: "dana-bot",
+        name: "Dana's bot",
+        public_key: randomPublicKey(),
+        webhook_url: endpoint,
+      },
+    });
+    expect(registered.statusCode).toBe(201);
+    const agentUuid = registered.json().id as string;
+    const quiet = await t.call("POST", "/v1/agents/register", {
+      key: session,
+      body: { agent_id: "quiet-bot", name: "Quiet bot", public_key: randomPublicKey() },
+    });
+    expect(quiet.statusCode).toBe(201);
+    const test = async () =>
+      (await t.call("POST", `/v1/agents/${agentUuid}/webhook-test`, { key: session })).json()
+        .message_id as string;
+    const delivered = await test();
+    await waitUntil(() => receiver.received.length === 1, "the first test message arrives");
+    const refused = await test();
+    await waitUntil(() => receiver.received.length === 2, "the second test message arrives");
+
+    await page.getByRole("link", { name: "Settings" }).click();
+    const section = page.locator("section", { has: page.getByRole("heading", { name: "Agents' webhooks" }) });
+    const card = section.locator('[data-agent="dana-bot"]');
+    await until(page, card.locator(`[data-message="${refused}"]`, { hasText: "HTTP 500" }));
+    expect(await card.locator(".endpoint").textContent()).toBe(endpoint);
+    expect(await section.locator("b").count()).toBe(0);
+    expect(await card.locator(".badge").textContent()).toBe("Failing");
+    const rows = card.getByRole("row");
+    expect(await rows.nth(0).textContent()).toBe("TimeMessageAttemptsResult");
+    // Newest first: the refused test message, then the delivered one.
+    expect(await rows.nth(1).getAttribute("data-message")).toBe(refused);
+    expect(await rows.nth(1).locator("td").allTextContents()).toEqual([
+      expect.any(String),
+      "webhook.test",
+      "1",
+      expect.stringMatching(/^Retrying \(HTTP 500\) · next try /),
+    ]);
+    expect(await rows.nth(2).getAttribute("data-message")).toBe(delivered);
+    expect(await rows.nth(2).locator("td").allTextContents()).toEqual([
+      expect.any(String),
+      "webhook.test",
+      "1",
+      "Delivered (HTTP 200)",
+    ]);
+    const quietCard = section.locator('[data-agent="quiet-bot"]');
+    expect(await quietCard.locator(".badge").textContent()).toBe("No webhook");
+    await quietCard.getByText("No webhook: this agent polls for its files.").waitFor();
+    await snapPart(section, "settings-webhooks");
 
     expect(consoleErrors).toEqual([]);
   });

@@ -6,6 +6,7 @@ import { formatDate } from "../format.js";
 import { fetchReceivingKey } from "../receiving-key.js";
 import type { Page } from "../router.js";
 import { currentSession } from "../session.js";
+import { drawAgentWebhooks } from "./agent-webhooks.js";
 import { newPasswordFields } from "./password-fields.js";
 import { receivingPasswordForm } from "./receiving-password.js";
 
@@ -32,6 +33,7 @@ export const settingsPage: Page = {
     const account = session.account;
     const keys = h("section", { "aria-labelledby": "keys-heading" });
     const connections = h("section", { "aria-labelledby": "connections-heading" });
+    const webhooks = h("section", { "aria-labelledby": "webhooks-heading" });
     const receiving = h("section", { "aria-labelledby": "receiving-heading" });
     const login = h("section", { "aria-labelledby": "login-password-heading" }, ...loginPasswordSection());
     replace(
@@ -55,9 +57,15 @@ export const settingsPage: Page = {
       login,
       receiving,
       keys,
+      webhooks,
       connections,
     );
-    await Promise.all([drawReceiving(receiving), drawKeys(keys, account.id), drawConnections(connections)]);
+    await Promise.all([
+      drawReceiving(receiving),
+      drawKeys(keys, account.id),
+      drawAgentWebhooks(webhooks),
+      drawConnections(connections),
+    ]);
   },
 };
 
