@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createIdentity, HandoffClient } from "@handoff/sdk";
 import type { Locator, Page } from "playwright-core";
@@ -70,6 +71,24 @@ async function linkInMail(type: string, to: string, path: string, count = 1): Pr
     if (link) return link;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+let saves = 0;
+
+/** Clicks a download button: the name the browser saves under, and the bytes once saved. */
+async function saveOne(page: Page, button: Locator): Promise<{ name: string; bytes: Promise<Buffer> }> {
+  const started = page.waitForEvent("download");
+  await button.click();
+  const download = await started;
+  const to = join(tmpdir(), `handoff-saved-${process.pid}-${++saves}`);
+  return {
+    name: download.suggestedFilename(),
+    bytes: download.saveAs(to).then(() => {
+      const bytes = readFileSync(to);
+      rmSync(to);
+      return bytes;
+    }),
+  };
 }
 
 const suite = `a person in the browser (headless Chromium)${chromiumSkipReason ? `: skipped, ${chromiumSkipReason}` : ""}`;
@@ -258,13 +277,10 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     }`);
 
     // One file of the two: only that one is saved.
-    const one = page.waitForEvent("download");
-    await item.getByRole("button", { name: "Download data.bin" }).click();
-    const saved = await one;
-    expect(saved.suggestedFilename()).toBe("data.bin");
-    await saved.saveAs(join(work.path, "one-data.bin"));
+    const one = await saveOne(page, item.getByRole("button", { name: "Download data.bin" }));
+    expect(one.name).toBe("data.bin");
     await statusSays(page, "Saved data.bin (6.0 MB), decrypted and verified", item);
-    expect(readFileSync(join(work.path, "one-data.bin")).equals(data)).toBe(true);
+    expect((await one.bytes).equals(data)).toBe(true);
     const seen = (await page.evaluate("window.seen")) as string[];
     expect(seen.some((text) => /^Decrypting data\.bin: [\d.]+ (bytes|KB|MB) of 6\.0 MB/.test(text))).toBe(
       true,
@@ -463,6 +479,105 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     expect(await quietCard.locator(".badge").textContent()).toBe("No webhook");
     await quietCard.getByText("No webhook: this agent polls for its files.").waitFor();
     await snapPart(section, "settings-webhooks");
+
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("shows a received folder as a tree that folds, and saves one file or all of them, byte-identical", async () => {
+    // A folder with nested folders, and a file whose name is markup: it must stay text.
+    const root = join(work.path, "project");
+    const files: Record<string, Buffer> = {
+      "README.md": Buffer.from("# Project\n"),
+      "docs/guide.txt": Buffer.concat([Buffer.from("guide\n"), randomBytes(40_000)]),
+      "docs/img/logo.png": randomBytes(120_000),
+      "src/main.ts": Buffer.from("console.log('hi');\n"),
+      "<img src=x onerror=alert(1)>.txt": Buffer.from("not markup\n"),
+    };
+    for (const [name, bytes] of Object.entries(files)) {
+      mkdirSync(join(root, name, ".."), { recursive: true });
+      writeFileSync(join(root, name), bytes);
+    }
+    const folder = await agent.send({ to: PERSON, paths: [root] });
+    expect(folder.status).toBe("active");
+
+    await page.goto(`${baseUrl}/inbox`);
+    await page.getByLabel("Receiving password").fill(RECEIVING_PASSWORD);
+    await page.getByRole("button", { name: "Unlock" }).click();
+    await until(page, page.getByText("Unlocked in this tab"));
+    const item = page.locator(`[data-transfer="${folder.id}"]`);
+    const tree = item.getByRole("list", { name: "Files and folders" });
+    await tree.waitFor();
+
+    // The tree as a person reads it: each row indented by its depth, folders first, by name.
+    const outline = () =>
+      page.evaluate(`[...document.querySelectorAll('[data-transfer="${folder.id}"] .tree li')]
+        .filter((li) => li.checkVisibility())
+        .map((li) => {
+          let depth = 0;
+          for (let up = li.parentElement; up; up = up.parentElement) if (up.matches(".tree li")) depth++;
+          const row = li.querySelector(":scope > details > summary") ?? li;
+          return "  ".repeat(depth) + [...row.querySelectorAll(":scope > .name, :scope > .size")]
+            .map((part) => part.textContent).join(" ");
+        })`);
+    expect(await outline()).toEqual([
+      "project/ 5 files, 156 KB",
+      "  docs/ 2 files, 156 KB",
+      "    img/ 1 file, 117 KB",
+      "      logo.png 117 KB",
+      "    guide.txt 39 KB",
+      "  src/ 1 file, 19 bytes",
+      "    main.ts 19 bytes",
+      "  <img src=x onerror=alert(1)>.txt 11 bytes",
+      "  README.md 10 bytes",
+    ]);
+    expect(await item.locator("img").count()).toBe(0);
+    await snap(page, "inbox-folder");
+
+    // Folders fold: closing docs/ hides what is in it, opening it shows it again.
+    const docs = tree.locator("summary", { hasText: "docs/" });
+    await docs.click();
+    await item.getByText("guide.txt").waitFor({ state: "hidden" });
+    expect(await outline()).toEqual([
+      "project/ 5 files, 156 KB",
+      "  docs/ 2 files, 156 KB",
+      "  src/ 1 file, 19 bytes",
+      "    main.ts 19 bytes",
+      "  <img src=x onerror=alert(1)>.txt 11 bytes",
+      "  README.md 10 bytes",
+    ]);
+    await docs.click();
+    await item.getByText("guide.txt").waitFor();
+
+    // One file: saved under its path, folders joined by "_" (a download makes no folders).
+    const guide = await saveOne(page, item.getByRole("button", { name: "Download project/docs/guide.txt" }));
+    expect(guide.name).toBe("project_docs_guide.txt");
+    await statusSays(page, "Saved project/docs/guide.txt", item);
+    expect((await guide.bytes).equals(files["docs/guide.txt"] as Buffer)).toBe(true);
+
+    // All of them: every file, each with its own bytes.
+    const saved = new Map<string, Promise<Buffer>>();
+    const collect = (download: import("playwright-core").Download) => {
+      const to = join(work.path, `folder-${saved.size}`);
+      saved.set(
+        download.suggestedFilename(),
+        download.saveAs(to).then(() => readFileSync(to)),
+      );
+    };
+    page.on("download", collect);
+    await item.getByRole("button", { name: "Download all" }).click();
+    await statusSays(page, "Saved 5 files", item);
+    page.off("download", collect);
+    // Saved under the path with "_" for "/"; Chromium itself turns the name's < and > into "_".
+    const savedAs: Record<string, string> = {
+      "README.md": "project_README.md",
+      "docs/guide.txt": "project_docs_guide.txt",
+      "docs/img/logo.png": "project_docs_img_logo.png",
+      "src/main.ts": "project_src_main.ts",
+      "<img src=x onerror=alert(1)>.txt": "project__img src=x onerror=alert(1)_.txt",
+    };
+    expect([...saved.keys()].sort()).toEqual(Object.values(savedAs).sort());
+    for (const [name, bytes] of Object.entries(files))
+      expect((await saved.get(savedAs[name] as string))?.equals(bytes), name).toBe(true);
 
     expect(consoleErrors).toEqual([]);
   });

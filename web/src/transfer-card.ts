@@ -1,6 +1,8 @@
+import { plainSizeOf } from "@handoff/sdk/crypto";
 import { api, messageOf } from "./api.js";
 import { confirmAction } from "./confirm.js";
 import { type Child, h, showStatus } from "./dom.js";
+import { fileTree, hasFolders, type TreeFile, type TreeFolder } from "./file-tree.js";
 import { formatBytes, formatDate } from "./format.js";
 import type { Transfer } from "./send-transfer.js";
 
@@ -40,22 +42,58 @@ export function transferCard(transfer: Transfer, parts: CardParts): HTMLLIElemen
       h("span", { class: `badge ${transfer.status}` }, STATUS_WORDS[transfer.status] ?? transfer.status),
     ),
     transfer.message ? h("p", { class: "message" }, transfer.message) : null,
-    h(
-      "ul",
-      { class: "files" },
-      transfer.files.map((file, index) =>
-        h(
-          "li",
-          {},
-          h("span", { class: "name" }, file.name),
-          h("span", { class: "size" }, formatBytes(file.size)),
-          parts.fileActions?.(index),
-        ),
-      ),
-    ),
+    fileList(transfer, parts.fileActions),
     parts.meta,
     ...parts.actions,
   );
+}
+
+/**
+ * The transfer's files: a plain list, or, when names hold folders (decisions 7.3), a tree whose
+ * folders open and close (a `details` element each, open at first) and say what they hold.
+ */
+function fileList(transfer: Transfer, actions: CardParts["fileActions"]): HTMLUListElement {
+  const fileItem = (file: TreeFile) =>
+    h(
+      "li",
+      { class: "file" },
+      h("span", { class: "name" }, file.label),
+      h("span", { class: "size" }, formatBytes(file.size)),
+      actions?.(file.index),
+    );
+  // An encrypted file's size on the wire counts the records' headers and tags: show what it holds.
+  const tree = fileTree(
+    transfer.files.map((file) => ({
+      name: file.name,
+      size: transfer.is_encrypted ? plainSizeOf(file.size) : file.size,
+    })),
+  );
+  if (!hasFolders(tree)) return h("ul", { class: "files" }, tree.files.map(fileItem));
+  const folderItems = (folder: TreeFolder): HTMLLIElement[] => [
+    ...folder.folders.map((child) =>
+      h(
+        "li",
+        { class: "folder" },
+        h(
+          "details",
+          { open: true },
+          h(
+            "summary",
+            {},
+            h("span", { class: "name" }, `${child.name}/`),
+            h(
+              "span",
+              { class: "size" },
+              `${child.count === 1 ? "1 file" : `${child.count} files`}, ${formatBytes(child.size)}`,
+            ),
+          ),
+          h("ul", {}, folderItems(child)),
+        ),
+      ),
+    ),
+    ...folder.files.map(fileItem),
+  ];
+  return h("ul", { class: "files tree", "aria-label": "Files and folders" }, folderItems(tree));
 }
 
 /** "Sent 3 Jan · expires 4 Jan" for a transfer's facts line. */

@@ -1,6 +1,7 @@
 import { plainSizeOf, unwrapContentKey } from "@handoff/sdk/crypto";
 import { api, messageOf } from "../api.js";
 import { h, replace, showStatus, statusLine } from "../dom.js";
+import { savedName } from "../file-tree.js";
 import { formatBytes } from "../format.js";
 import { TransferMeter } from "../meter.js";
 import {
@@ -235,7 +236,7 @@ async function download(transfer: Transfer, pair: KeyPair, which: number[] | "al
       method = await saveDecrypted(
         {
           url: file.download_url,
-          name: file.file_name,
+          name: savedName(file.file_name),
           size,
           contentKey: contentKey.slice(),
           encryptionIv: file.encryption_iv ?? "",
