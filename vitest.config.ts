@@ -10,8 +10,12 @@ export default defineConfig({
         replacement: fileURLToPath(new URL("./packages/sdk/src/index.ts", import.meta.url)),
       },
       {
-        find: /^@handoff\/sdk\/file-names$/,
-        replacement: fileURLToPath(new URL("./packages/sdk/src/file-names.ts", import.meta.url)),
+        find: /^@handoff\/sdk\/crypto$/,
+        replacement: fileURLToPath(new URL("./packages/sdk/src/crypto/index.ts", import.meta.url)),
+      },
+      {
+        find: /^@handoff\/sdk\/(file-names|upload-rules)$/,
+        replacement: fileURLToPath(new URL("./packages/sdk/src/$1.ts", import.meta.url)),
       },
     ],
   },

@@ -581,4 +581,100 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
 
     expect(consoleErrors).toEqual([]);
   });
+
+  it("resumes a large upload after a reload from the server's offset, once the same file is chosen again", async () => {
+    // 12 MiB: past RESUMABLE_FROM (8 MiB on the wire), so the send goes presigned through tus.
+    const big = randomBytes(12 * 1024 * 1024);
+    const bigPath = join(work.path, "dataset.bin");
+    writeFileSync(bigPath, big);
+    const impostorDir = join(work.path, "other");
+    mkdirSync(impostorDir, { recursive: true });
+    writeFileSync(join(impostorDir, "dataset.bin"), big.subarray(0, big.length - 1));
+
+    // Every PATCH the server gets, with its offset and size; the second is held until the reload.
+    const patches: { offset: number; bytes: number }[] = [];
+    let held: () => void = () => {};
+    const holding = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let seen = 0;
+    await page.route("**/v1/uploads/**", async (route) => {
+      const request = route.request();
+      if (request.method() !== "PATCH") return route.continue();
+      if (++seen === 2) {
+        held();
+        await released;
+        return route.abort().catch(() => {});
+      }
+      patches.push({
+        offset: Number(request.headers()["upload-offset"]),
+        bytes: request.postDataBuffer()?.length ?? 0,
+      });
+      return route.continue();
+    });
+
+    await page.getByRole("link", { name: "Send" }).click();
+    await page.getByLabel("Agent", { exact: true }).fill("report-bot");
+    await page.getByLabel("Files").setInputFiles(bigPath);
+    await page.getByRole("button", { name: "Encrypt and send" }).click();
+    await holding;
+    // The first 4 MiB are on the server; the progress line says bytes of the total, speed, time left.
+    await page
+      .locator("main .status", { hasText: /^Uploading: [\d.]+ MB of 12 MB · [\d.]+ MB\/s · \d+ s left$/ })
+      .waitFor();
+    const shown = Number(
+      await page.getByRole("progressbar", { name: "Send progress" }).getAttribute("value"),
+    );
+    expect(shown).toBeGreaterThanOrEqual(4 * 1024 * 1024);
+
+    // The page reloads mid-upload: it remembers the upload and asks for the file again.
+    await page.reload();
+    release();
+    const card = page.locator("section.unfinished");
+    await card
+      .getByText("Unfinished upload: dataset.bin (12 MB) to report-bot — choose the same file to resume.")
+      .waitFor();
+    await snapPart(card, "send-resume");
+
+    // Another file of that name is refused: it is not the one begun.
+    await card.getByLabel("The same file").setInputFiles(join(impostorDir, "dataset.bin"));
+    await card
+      .locator('.status[data-kind="error"]', { hasText: "choose the same file: dataset.bin" })
+      .waitFor();
+    expect(patches).toHaveLength(1);
+
+    // The same file: the upload goes on from the server's offset, not from zero.
+    await card.getByLabel("The same file").setInputFiles(bigPath);
+    // (The refusal above is still on the status line until the resumed upload reports.)
+    await card
+      .locator('.status[data-kind="ok"]', { hasText: "Sent dataset.bin to report-bot, end-to-end encrypted" })
+      .waitFor({ timeout: 60_000 });
+    const sentText = (await card.locator('.status[data-kind="ok"]').textContent()) ?? "";
+    const resumedId = /transfer (tr_\w+)/.exec(sentText)?.[1] as string;
+    await page.unroute("**/v1/uploads/**");
+    const wire = big.length + 24 + 16 * Math.ceil(big.length / 65536);
+    // The first PATCH after the reload starts where the server stood (about 4 MiB), not at 0.
+    expect(patches[0]?.offset).toBe(0);
+    expect(patches[0]?.bytes).toBeGreaterThanOrEqual(4 * 1024 * 1024);
+    expect(patches[1]?.offset).toBe(patches[0]?.bytes);
+    const received = patches.reduce((sum, p) => sum + p.bytes, 0);
+    expect(received).toBe(wire);
+    expect(received).toBeLessThan(2 * big.length);
+
+    // Confirmed, and the agent decrypts the very bytes chosen.
+    const out = join(work.path, "agent-big");
+    const got = await agent.receive(resumedId, { outDir: out });
+    expect(got.files.map((file) => file.name)).toEqual(["dataset.bin"]);
+    expect(readFileSync(join(out, "dataset.bin")).equals(big)).toBe(true);
+    // Nothing is left to resume, after a reload too.
+    await page.reload();
+    await page.getByRole("heading", { name: "Send a file to an agent" }).waitFor();
+    expect(await page.locator("section.unfinished").count()).toBe(0);
+
+    expect(consoleErrors).toEqual([]);
+  });
 });

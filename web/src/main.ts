@@ -14,6 +14,7 @@ import { forgetUnlocked } from "./receiving-key.js";
 import { definePages, interceptLinks, navigate, render } from "./router.js";
 import { registerDownloadWorker } from "./save.js";
 import { clearSession, currentSession, onSessionChange } from "./session.js";
+import { forgetAllUploads } from "./unfinished-uploads.js";
 import "./styles.css";
 
 function link(path: string, label: string) {
@@ -26,6 +27,7 @@ async function logOut(): Promise<void> {
     await api("/v1/auth/logout", { method: "POST" });
   } finally {
     forgetUnlocked();
+    forgetAllUploads();
     clearSession();
     navigate("/login");
   }

@@ -1,7 +1,18 @@
-import { fromBase64, newContentKey, wrapContentKey } from "@handoff/sdk/crypto";
+import {
+  encryptedSize,
+  fromBase64,
+  newContentKey,
+  SALT_SIZE,
+  toBase64,
+  wrapContentKey,
+} from "@handoff/sdk/crypto";
+import { RESUMABLE_FROM } from "@handoff/sdk/upload-rules";
 import { api, errorOf } from "./api.js";
+import { formatBytes, formatDate } from "./format.js";
 import { type Account, currentSession } from "./session.js";
 import { encryptFile, type Spooled } from "./spool.js";
+import { uploadThroughTus } from "./tus-upload.js";
+import { forgetUpload, rememberUpload, sameFile, type UnfinishedUpload } from "./unfinished-uploads.js";
 
 interface Resolved {
   agent_id: string;
@@ -41,8 +52,9 @@ export type SendStage =
 
 /**
  * Human-to-agent (decisions 4.6): resolve the agent's key, wrap a fresh content key to it, encrypt
- * each file in the browser (5.3), then one multipart POST on this origin. The server only ever
- * sees ciphertext. A person has no signing key, so the transfer carries no sender signature.
+ * each file in the browser (5.3) and upload it: one multipart POST, or from RESUMABLE_FROM bytes
+ * on the wire a presigned transfer sent through tus (7.2). The server only ever sees ciphertext.
+ * A person has no signing key, so the transfer carries no sender signature.
  */
 export async function sendToAgent(
   request: SendRequest,
@@ -52,10 +64,55 @@ export async function sendToAgent(
   if (request.account) query.set("account", request.account);
   const agent = await api<Resolved>(`/v1/agents/resolve?${query}`);
   const contentKey = newContentKey();
+  try {
+    const fields: TransferFields = {
+      mode: "human-to-agent",
+      sender: request.from.email,
+      recipient: request.agent,
+      recipient_account: request.account,
+      message: request.message,
+      expires_in: request.expiresIn,
+      is_encrypted: true,
+      encrypted_key: await wrapContentKey(contentKey, fromBase64(agent.public_key)),
+      encryption_algorithm: "AES-256-GCM",
+      recipient_key_version: agent.key_version,
+    };
+    const wire = request.files.reduce((sum, file) => sum + encryptedSize(file.size), 0);
+    if (wire >= RESUMABLE_FROM)
+      return await sendResumable(request.from.id, fields, request.files, contentKey, onStage);
+    return await sendMultipart(fields, request.files, contentKey, onStage);
+  } finally {
+    contentKey.fill(0);
+  }
+}
+
+/** The fields of a human-to-agent transfer, the same for the multipart form and the presigned JSON. */
+interface TransferFields {
+  mode: "human-to-agent";
+  sender: string;
+  recipient: string;
+  recipient_account: string | undefined;
+  message: string | undefined;
+  expires_in: string;
+  is_encrypted: true;
+  encrypted_key: string;
+  encryption_algorithm: "AES-256-GCM";
+  recipient_key_version: number;
+}
+
+/**
+ * Below RESUMABLE_FROM: each file encrypted into a spool first (5.3), then one multipart POST on
+ * this origin.
+ */
+async function sendMultipart(
+  fields: TransferFields,
+  files: File[],
+  contentKey: Uint8Array,
+  onStage: (stage: SendStage) => void,
+): Promise<Transfer> {
   const spooled: Spooled[] = [];
   try {
-    const encryptedKey = await wrapContentKey(contentKey, fromBase64(agent.public_key));
-    for (const file of request.files) {
+    for (const file of files) {
       spooled.push(
         await encryptFile(file, contentKey, (bytes) =>
           onStage({ stage: "encrypting", file: file.name, bytes, total: file.size }),
@@ -64,29 +121,124 @@ export async function sendToAgent(
     }
     contentKey.fill(0);
     const form = new FormData();
-    const fields: [string, string | undefined][] = [
-      ["mode", "human-to-agent"],
-      ["sender", request.from.email],
-      ["recipient", request.agent],
-      ["recipient_account", request.account],
-      ["message", request.message],
-      ["expires_in", request.expiresIn],
-      ["is_encrypted", "true"],
-      ["encrypted_key", encryptedKey],
-      ["encryption_algorithm", "AES-256-GCM"],
-      ["recipient_key_version", String(agent.key_version)],
-    ];
-    for (const [name, value] of fields) if (value) form.append(name, value);
+    for (const [name, value] of Object.entries(fields))
+      if (value !== undefined) form.append(name, String(value));
     for (const item of spooled) form.append("encryption_iv", item.encryptionIv);
-    request.files.forEach((file, index) => {
+    files.forEach((file, index) => {
       const blob = (spooled[index] as Spooled).blob;
       form.append("files", new File([blob], file.name, { type: file.type || "application/octet-stream" }));
     });
     return await upload(form, (bytes, total) => onStage({ stage: "uploading", bytes, total }));
   } finally {
-    contentKey.fill(0);
     await Promise.all(spooled.map((item) => item.discard()));
   }
+}
+
+interface PresignedAnswer {
+  id: string;
+  upload_urls: { file_name: string; resumable_url: string }[];
+  expires_at: string;
+}
+
+/**
+ * From RESUMABLE_FROM on the wire (decisions 7.2): a presigned transfer whose files go through
+ * their tus resources, encrypted as they are sent. What resuming takes is remembered before the
+ * first byte, so after a reload the person can go on from the server's offset (resumeUpload).
+ */
+async function sendResumable(
+  accountId: string,
+  fields: TransferFields,
+  files: File[],
+  contentKey: Uint8Array,
+  onStage: (stage: SendStage) => void,
+): Promise<Transfer> {
+  const declared = files.map((file) => ({
+    name: file.name,
+    size: file.size,
+    last_modified: file.lastModified,
+    type: file.type || "application/octet-stream",
+    wire_size: encryptedSize(file.size),
+    encryption_iv: toBase64(crypto.getRandomValues(new Uint8Array(SALT_SIZE))),
+  }));
+  const created = await api<PresignedAnswer>("/v1/transfers/presigned", {
+    method: "POST",
+    json: {
+      ...fields,
+      files: declared.map((file) => ({
+        name: file.name,
+        size: file.wire_size,
+        content_type: file.type,
+        encryption_iv: file.encryption_iv,
+      })),
+    },
+  });
+  const upload: UnfinishedUpload = {
+    transfer_id: created.id,
+    recipient: fields.recipient,
+    expires_at: created.expires_at,
+    content_key: toBase64(contentKey),
+    files: declared.map((file, index) => {
+      const link = created.upload_urls[index];
+      if (link?.file_name !== file.name) throw new Error(`the server gave no upload link for ${file.name}`);
+      return { ...file, resumable_url: link.resumable_url };
+    }),
+  };
+  rememberUpload(accountId, upload);
+  return finishUpload(accountId, upload, files, onStage);
+}
+
+/**
+ * Goes on with an upload begun before a reload, given the files the person chose again: each must
+ * be the one begun (name, size, last change). A transfer confirmed meanwhile is only forgotten.
+ */
+export async function resumeUpload(
+  accountId: string,
+  upload: UnfinishedUpload,
+  chosen: File[],
+  onStage: (stage: SendStage) => void,
+): Promise<Transfer> {
+  const files = upload.files.map((begun) => {
+    const file = chosen.find((candidate) => sameFile(candidate, begun));
+    if (!file)
+      throw new Error(
+        `choose the same file: ${begun.name}, ${formatBytes(begun.size)}, last changed ${formatDate(new Date(begun.last_modified).toISOString())}`,
+      );
+    return file;
+  });
+  const transfer = await api<Transfer>(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}`);
+  if (transfer.status !== "pending") {
+    forgetUpload(accountId, upload.transfer_id);
+    if (transfer.status === "active") return transfer;
+    throw new Error(`this upload can no longer be finished: the transfer is ${transfer.status}`);
+  }
+  return finishUpload(accountId, upload, files, onStage);
+}
+
+/** Sends every file from the server's offset, confirms the transfer, and forgets the upload. */
+async function finishUpload(
+  accountId: string,
+  upload: UnfinishedUpload,
+  files: File[],
+  onStage: (stage: SendStage) => void,
+): Promise<Transfer> {
+  const contentKey = fromBase64(upload.content_key);
+  const total = upload.files.reduce((sum, file) => sum + file.wire_size, 0);
+  const held = upload.files.map(() => 0);
+  try {
+    for (const [index, begun] of upload.files.entries()) {
+      await uploadThroughTus({ file: files[index] as File, upload: begun, contentKey }, (bytes) => {
+        held[index] = bytes;
+        onStage({ stage: "uploading", bytes: held.reduce((sum, b) => sum + b, 0), total });
+      });
+    }
+  } finally {
+    contentKey.fill(0);
+  }
+  const transfer = await api<Transfer>(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}/confirm`, {
+    method: "POST",
+  });
+  forgetUpload(accountId, upload.transfer_id);
+  return transfer;
 }
 
 /** XMLHttpRequest, because fetch reports no upload progress; the body streams from the spooled files. */

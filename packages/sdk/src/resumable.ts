@@ -3,11 +3,9 @@ import { HandoffApiError, HandoffError } from "./errors.js";
 import { backoffMs, type Transport } from "./http.js";
 import type { BodyBatches } from "./streaming-request.js";
 
-/** Files from this many bytes on the wire go through `resumable_url` (decisions 7.2). */
-export const RESUMABLE_FROM = 8 * 1024 * 1024;
+import { MAX_STALLED_ATTEMPTS } from "./upload-rules.js";
 
-/** Attempts in a row that move the server's offset nowhere before an upload gives up (7.2). */
-export const MAX_STALLED_ATTEMPTS = 5;
+export { MAX_STALLED_ATTEMPTS, RESUMABLE_FROM } from "./upload-rules.js";
 
 const TUS = { "tus-resumable": "1.0.0" };
 

@@ -1,10 +1,13 @@
 import { api } from "../api.js";
+import { confirmThen } from "../confirm.js";
 import { field, h, replace, showStatus } from "../dom.js";
 import { actionForm } from "../form.js";
+import { formatBytes } from "../format.js";
 import { TransferMeter } from "../meter.js";
 import type { Page } from "../router.js";
-import { type SendStage, sendToAgent } from "../send-transfer.js";
+import { resumeUpload, type SendStage, sendToAgent, type Transfer } from "../send-transfer.js";
 import { currentSession } from "../session.js";
+import { forgetUpload, type UnfinishedUpload, unfinishedUploads } from "../unfinished-uploads.js";
 
 const EXPIRY = [
   ["1h", "1 hour"],
@@ -38,9 +41,14 @@ async function agentOptions(): Promise<HTMLOptionElement[]> {
   }
 }
 
-/** Says how a send goes: each file's encryption, then the upload, each with bytes, speed and time left. */
-function stageDescriber(): (stage: SendStage) => string {
+/**
+ * Shows how a send goes, on its progress bar and status line: each file's encryption, then the
+ * upload, each with bytes, speed and time left.
+ */
+function stageShower(progress: HTMLProgressElement, status: HTMLElement): (stage: SendStage) => void {
   const meters = new Map<string, TransferMeter>();
+  progress.hidden = false;
+  progress.value = 0;
   return (stage) => {
     const part = stage.stage === "encrypting" ? `Encrypting ${stage.file}` : "Uploading";
     let meter = meters.get(part);
@@ -48,14 +56,88 @@ function stageDescriber(): (stage: SendStage) => string {
       meter = new TransferMeter(stage.total);
       meters.set(part, meter);
     }
-    return `${part}: ${meter.update(stage.bytes)}`;
+    progress.max = Math.max(stage.total, 1);
+    progress.value = stage.bytes;
+    showStatus(status, `${part}: ${meter.update(stage.bytes)}`);
   };
+}
+
+/** What the person reads once a transfer is on its way. */
+function sentWords(transfer: Transfer): string {
+  const files = transfer.files.length === 1 ? transfer.files[0]?.name : `${transfer.files.length} files`;
+  return `Sent ${files} to ${transfer.recipient}, end-to-end encrypted (transfer ${transfer.id}).`;
+}
+
+/**
+ * An upload a reload (or a closed tab) interrupted (decisions 7.2). The page cannot reopen the
+ * file, so it asks for it again: choosing the same one (name, size, last change) goes on from the
+ * server's offset. "Discard" deletes the unfinished transfer.
+ */
+function unfinishedCard(accountId: string, upload: UnfinishedUpload, done: () => void): HTMLElement {
+  const names = upload.files.map((file) => `${file.name} (${formatBytes(file.size)})`).join(", ");
+  const several = upload.files.length > 1;
+  const input = h("input", { type: "file", name: "same-files", multiple: several, required: true });
+  const progress = h("progress", { max: 1, value: 0, hidden: true, "aria-label": "Resume progress" });
+  const discard = h("button", { type: "button", class: "danger" }, "Discard");
+  const form = actionForm({
+    layout: "inline",
+    fields: [
+      field(several ? "The same files" : "The same file", input, "The upload goes on where it stopped."),
+      discard,
+    ],
+    submit: "Resume upload",
+    after: [progress],
+    async action(status) {
+      const transfer = await resumeUpload(
+        accountId,
+        upload,
+        [...(input.files ?? [])],
+        stageShower(progress, status),
+      );
+      progress.value = progress.max;
+      showStatus(status, sentWords(transfer), "ok");
+      input.disabled = true;
+    },
+  });
+  input.addEventListener("change", () => form.requestSubmit());
+  discard.addEventListener(
+    "click",
+    () =>
+      void confirmThen(
+        {
+          title: "Discard this upload?",
+          message: `${names} will not be sent, and what was uploaded is deleted. This cannot be undone.`,
+          confirm: "Discard upload",
+        },
+        async () => {
+          await api(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}`, { method: "DELETE" }).catch(
+            () => {
+              // Already gone (expired, deleted elsewhere): forgetting it is all that is left.
+            },
+          );
+          forgetUpload(accountId, upload.transfer_id);
+          done();
+        },
+      ),
+  );
+  return h(
+    "section",
+    { class: "notice unfinished", "data-upload": upload.transfer_id, "aria-label": "Unfinished upload" },
+    h(
+      "p",
+      {},
+      `Unfinished upload: ${names} to ${upload.recipient} — choose the same ${several ? "files" : "file"} to resume.`,
+    ),
+    form,
+  );
 }
 
 export const sendPage: Page = {
   title: "Send a file",
   needsSession: true,
   async render({ main }) {
+    const session = currentSession();
+    if (!session) return;
     const agents = h("datalist", { id: "sendable-agents" }, await agentOptions());
     const agent = h("input", {
       type: "text",
@@ -93,14 +175,10 @@ export const sendPage: Page = {
       submit: "Encrypt and send",
       after: [progress, agents],
       async action(status) {
-        const session = currentSession();
         const chosen = [...(files.files ?? [])];
-        if (!session) return;
         if (chosen.length === 0) throw new Error("Choose at least one file.");
-        progress.hidden = false;
-        progress.value = 0;
         showStatus(status, `Looking up ${agent.value.trim()}…`);
-        const describe = stageDescriber();
+        const show = stageShower(progress, status);
         try {
           const transfer = await sendToAgent(
             {
@@ -111,25 +189,28 @@ export const sendPage: Page = {
               expiresIn: expires.value,
               files: chosen,
             },
-            (stage) => {
-              progress.max = Math.max(stage.total, 1);
-              progress.value = stage.bytes;
-              showStatus(status, describe(stage));
-            },
+            show,
           );
           progress.value = progress.max;
-          showStatus(
-            status,
-            `Sent ${transfer.files.length === 1 ? transfer.files[0]?.name : `${transfer.files.length} files`} to ${transfer.recipient}, end-to-end encrypted (transfer ${transfer.id}).`,
-            "ok",
-          );
+          showStatus(status, sentWords(transfer), "ok");
           form.reset();
         } catch (error) {
           progress.hidden = true;
+          // A large send that stopped on the way can be resumed from above.
+          drawUnfinished();
           throw error;
         }
       },
     });
-    replace(main, h("h1", {}, "Send a file to an agent"), form);
+    const unfinished = h("div", {});
+    const drawUnfinished = () =>
+      replace(
+        unfinished,
+        unfinishedUploads(session.account.id).map((upload) =>
+          unfinishedCard(session.account.id, upload, drawUnfinished),
+        ),
+      );
+    drawUnfinished();
+    replace(main, h("h1", {}, "Send a file to an agent"), unfinished, form);
   },
 };

@@ -18,11 +18,14 @@ import {
  * known before the first byte, so the transfer can be signed before anything is uploaded.
  * `fixed` pins the salt or record size: for test vectors, and for a retried upload, which must
  * send the same ciphertext as the first attempt (the SDK signs the salt once, then retries).
+ * `firstRecord` starts at that record (a resumed upload, decisions 7.2): the input is the
+ * plaintext from that record's first byte, and the output its records only, the header with
+ * record 0 alone; with the same key and salt they are the bytes sent the first time.
  * `aes` picks the AES-GCM implementation (WebCrypto unless given; the bytes are the same).
  */
 export function createEncryptStream(
   contentKey: Uint8Array,
-  fixed?: { salt?: Uint8Array; recordSize?: number },
+  fixed?: { salt?: Uint8Array; recordSize?: number; firstRecord?: number },
   aes: AesGcm = webAesGcm,
 ): { encryptionIv: string; stream: TransformStream<Uint8Array, Uint8Array> } {
   requireKey(contentKey, "content key");
@@ -31,7 +34,10 @@ export function createEncryptStream(
     throw new HandoffCryptoError("BAD_ENCODING", `salt must be ${SALT_SIZE} bytes`);
   const recordSize = requireRecordSize(fixed?.recordSize ?? RECORD_SIZE);
   let key: AesKey;
-  let index = 0;
+  const firstRecord = fixed?.firstRecord ?? 0;
+  if (!Number.isSafeInteger(firstRecord) || firstRecord < 0)
+    throw new HandoffCryptoError("BAD_ENCODING", "firstRecord must be a record index");
+  let index = firstRecord;
   let sealed: OrderedJobs<Uint8Array>;
   let cutter: RecordCutter;
   const seal = (plaintext: Uint8Array, last: boolean) =>
@@ -42,7 +48,7 @@ export function createEncryptStream(
       key = await fileKey(aes, contentKey, salt);
       sealed = new OrderedJobs(jobDepth(recordSize), (record) => controller.enqueue(record));
       cutter = new RecordCutter(recordSize, (record) => seal(record, false));
-      controller.enqueue(encodeHeader(recordSize, salt));
+      if (firstRecord === 0) controller.enqueue(encodeHeader(recordSize, salt));
     },
     transform: (chunk) => cutter.push(chunk),
     async flush() {

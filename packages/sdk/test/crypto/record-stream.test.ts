@@ -319,3 +319,24 @@ describe("encryptedSize", () => {
     expect(ciphertext.length).toBe(encryptedSize(4097, 2048));
   });
 });
+
+describe("createEncryptStream from a record on (a resumed upload, decisions 7.2)", () => {
+  it("answers exactly the bytes of the whole stream from that record's start, header only from record 0", async () => {
+    const salt = patterned(16, 3);
+    const plaintext = patterned(3 * RECORD_SIZE + 7, 9);
+    const whole = await collect(streamOf(plaintext).pipeThrough(createEncryptStream(key, { salt }).stream));
+    for (const first of [0, 1, 3]) {
+      const rest = await collect(
+        streamOf(plaintext.subarray(first * RECORD_SIZE)).pipeThrough(
+          createEncryptStream(key, { salt, firstRecord: first }).stream,
+        ),
+      );
+      const from = first === 0 ? 0 : HEADER_SIZE + first * WIRE_RECORD;
+      expectBytes(rest.bytes, whole.bytes.subarray(from));
+    }
+  });
+
+  it("refuses a first record that is not a record index", () => {
+    expect(() => createEncryptStream(key, { firstRecord: -1 })).toThrow(HandoffCryptoError);
+  });
+});
