@@ -16,10 +16,12 @@ import {
   filesUnder,
   handoff,
   type ListeningServer,
+  nestedFolder,
   publishBroadcast,
   ROOT,
   startListeningServer,
   tempDir,
+  writeTree,
 } from "./support.js";
 
 /** `handoff mcp` spawned by the MCP SDK's own client over stdio, as an MCP host runs it. */
@@ -222,6 +224,30 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
       ],
     });
     expect(readFileSync(join(outDir, "data.bin")).equals(bytes)).toBe(true);
+  });
+
+  it("sends a folder given by its absolute path, and downloads it as the same tree", async () => {
+    const tree = nestedFolder("reports");
+    const parent = writeTree(join(work.path, "tree"), tree);
+    const transfer = await sender.ok<{ id: string; files: { name: string }[] }>("send_file", {
+      to: slugs.receiver,
+      paths: [join(parent, "reports")],
+    });
+    expect(transfer.files.map((f) => f.name).sort()).toEqual(Object.keys(tree).sort());
+
+    const outDir = join(work.path, "tree-out");
+    const result = await receiver.ok<{ files: { name: string; path: string }[] }>("download_transfer", {
+      transfer_id: transfer.id,
+      out_dir: outDir,
+    });
+    expect(result.files.map((f) => f.path).sort()).toEqual(
+      Object.keys(tree)
+        .map((name) => join(outDir, name))
+        .sort(),
+    );
+    expect(filesUnder(outDir)).toEqual(Object.keys(tree).sort());
+    for (const [name, bytes] of Object.entries(tree))
+      expect(readFileSync(join(outDir, name)).equals(bytes)).toBe(true);
   });
 
   it("downloads into --downloads by default, and leaves out a file Shield blocked", async () => {
