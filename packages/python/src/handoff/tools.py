@@ -11,8 +11,8 @@ is the one given to ``configure``, else one made from the environment the CLI re
 (``./handoff-downloads``), as ``handoff mcp --shield/--downloads`` do; ``configure`` overrides them.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the frameworks that wrap these functions read their
+# annotations as types, not as strings.
 import json
 import os
 from collections.abc import Callable
