@@ -9,6 +9,7 @@ import {
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PYTHON_TOOLS_FILE } from "../../scripts/contract-documents.js";
 import {
   CLI,
   clientAccount,
@@ -197,6 +198,13 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
       readOnlyHint: false,
       destructiveHint: false,
     });
+  });
+
+  it("lists exactly the tools the Python package's handoff.tools describes itself with", async () => {
+    const { tools } = await sender.client.listTools();
+    expect(JSON.parse(readFileSync(join(ROOT, PYTHON_TOOLS_FILE), "utf8")), "run npm run contract").toEqual(
+      tools,
+    );
   });
 
   it("sends a file between two agents, lists it in the inbox and downloads it decrypted and scanned", async () => {
