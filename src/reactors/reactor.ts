@@ -4,11 +4,11 @@ import type { EventStore, Position, RecordedEvent, Subscription } from "../event
 /** Events passed over before the checkpoint of a reactor that did nothing moves anyway. */
 const SAVE_EVERY = 1000;
 /**
- * A reactor reads the appends of this long at once. An e-mail a tenth of a second later goes
- * unnoticed; reading as often as the projections do cost a read per request under load, most of
- * them empty while a projection batch's transaction held the log's readers back.
+ * By default a reactor reads the appends of this long at once. An e-mail a tenth of a second later
+ * goes unnoticed; reading as often as the projections do cost a read per request under load, most
+ * of them empty while a projection batch's transaction held the log's readers back.
  */
-const READ_INTERVAL_MS = 100;
+const DEFAULT_READ_INTERVAL_MS = 100;
 
 /** A reactor's step from a step per event (an e-mail each): true when any of them acted. */
 export function oneByOne(react: (event: RecordedEvent) => Promise<boolean>) {
@@ -36,6 +36,8 @@ export class Reactor {
     /** Acts on a batch of events, in log order; true when it did something (see `oneByOne`). */
     private readonly react: (batch: RecordedEvent[]) => Promise<boolean>,
     private readonly onError: (error: unknown) => void,
+    /** How long a batch gathers appends under load (DEFAULT_READ_INTERVAL_MS): what its effect may lag behind them. */
+    private readonly readIntervalMs = DEFAULT_READ_INTERVAL_MS,
   ) {}
 
   private get checkpointName(): string {
@@ -47,7 +49,7 @@ export class Reactor {
     let unsaved = 0;
     this.subscription = this.store.subscribe({
       from,
-      readIntervalMs: READ_INTERVAL_MS,
+      readIntervalMs: this.readIntervalMs,
       handle: async (batch) => {
         const acted = await this.react(batch);
         unsaved += batch.length;

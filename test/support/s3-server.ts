@@ -28,7 +28,10 @@ interface FilesystemStore {
   getResourcePath(bucket: string, key: string, resource: "object"): string;
 }
 
-type KoaMiddleware = (ctx: { path: string; headers: object }, next: () => Promise<void>) => Promise<void>;
+type KoaMiddleware = (
+  ctx: { path: string; headers: object; method: string; query: Record<string, unknown> },
+  next: () => Promise<void>,
+) => Promise<void>;
 
 interface SignatureV4 {
   getStringToSign(
@@ -52,6 +55,8 @@ export interface TestS3Server {
   region: string;
   /** The server's fixed key pair; it checks SigV4 signatures, presigned URLs included. */
   credentials: { accessKeyId: string; secretAccessKey: string };
+  /** How many UploadPart requests it has answered: a multipart upload's progress, seen from S3. */
+  partsUploaded(): number;
   stop(): Promise<void>;
 }
 
@@ -122,9 +127,11 @@ export async function startS3Server(
     configureBuckets: createBucket ? [{ name: bucket }] : [],
   });
   fixFirstByteRange(server.store);
+  let parts = 0;
   server.middleware.unshift(async (ctx, next) => {
     requestPaths.set(ctx.headers, ctx.path);
     await next();
+    if (ctx.method === "PUT" && ctx.query.partNumber !== undefined) parts++;
   });
   try {
     const { port } = await server.run();
@@ -133,6 +140,7 @@ export async function startS3Server(
       bucket,
       region: "us-east-1",
       credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+      partsUploaded: () => parts,
       async stop() {
         await server.close();
         await removeDir();
@@ -147,6 +155,7 @@ export async function startS3Server(
 /** s3rver as a service's blob store: the S3_* settings that point the service at it. */
 export interface TestS3Store {
   env: Record<string, string>;
+  server: TestS3Server;
   stop(): Promise<void>;
 }
 
@@ -163,6 +172,7 @@ export async function startS3Store(): Promise<TestS3Store> {
   process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
   return {
+    server: s3,
     env: {
       S3_BUCKET: s3.bucket,
       S3_ENDPOINT: s3.endpoint,
