@@ -68,7 +68,9 @@ function fileList(transfer: Transfer, actions: CardParts["fileActions"]): HTMLUL
       size: transfer.is_encrypted ? plainSizeOf(file.size) : file.size,
     })),
   );
-  if (!hasFolders(tree)) return h("ul", { class: "files" }, tree.files.map(fileItem));
+  // Without folders the files stay in the order they were sent.
+  if (!hasFolders(tree))
+    return h("ul", { class: "files" }, [...tree.files].sort((a, b) => a.index - b.index).map(fileItem));
   const folderItems = (folder: TreeFolder): HTMLLIElement[] => [
     ...folder.folders.map((child) =>
       h(
