@@ -91,6 +91,40 @@ async function saveOne(page: Page, button: Locator): Promise<{ name: string; byt
   };
 }
 
+/**
+ * Intercepts the page's tus PATCHes: each one let through is recorded (its offset and size) and
+ * slowed a little (the progress line measures a speed only after 0.2 s), and the `hold`-th is
+ * held until `release`, then dropped, as a reload drops a request under way.
+ */
+async function interceptPatches(page: Page, hold: number) {
+  const patches: { offset: number; bytes: number }[] = [];
+  let held: () => void = () => {};
+  const holding = new Promise<void>((resolve) => {
+    held = resolve;
+  });
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let seen = 0;
+  await page.route("**/v1/uploads/**", async (route) => {
+    const request = route.request();
+    if (request.method() !== "PATCH") return route.continue();
+    if (++seen === hold) {
+      held();
+      await released;
+      return route.abort().catch(() => {});
+    }
+    patches.push({
+      offset: Number(request.headers()["upload-offset"]),
+      bytes: request.postDataBuffer()?.length ?? 0,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return route.continue();
+  });
+  return { patches, holding, release };
+}
+
 const suite = `a person in the browser (headless Chromium)${chromiumSkipReason ? `: skipped, ${chromiumSkipReason}` : ""}`;
 
 describe.skipIf(chromiumSkipReason !== "")(suite, () => {
@@ -592,30 +626,7 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     writeFileSync(join(impostorDir, "dataset.bin"), big.subarray(0, big.length - 1));
 
     // Every PATCH the server gets, with its offset and size; the second is held until the reload.
-    const patches: { offset: number; bytes: number }[] = [];
-    let held: () => void = () => {};
-    const holding = new Promise<void>((resolve) => {
-      held = resolve;
-    });
-    let release: () => void = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let seen = 0;
-    await page.route("**/v1/uploads/**", async (route) => {
-      const request = route.request();
-      if (request.method() !== "PATCH") return route.continue();
-      if (++seen === 2) {
-        held();
-        await released;
-        return route.abort().catch(() => {});
-      }
-      patches.push({
-        offset: Number(request.headers()["upload-offset"]),
-        bytes: request.postDataBuffer()?.length ?? 0,
-      });
-      return route.continue();
-    });
+    const { patches, holding, release } = await interceptPatches(page, 2);
 
     await page.getByRole("link", { name: "Send" }).click();
     await page.getByLabel("Agent", { exact: true }).fill("report-bot");
@@ -674,6 +685,30 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await page.reload();
     await page.getByRole("heading", { name: "Send a file to an agent" }).waitFor();
     expect(await page.locator("section.unfinished").count()).toBe(0);
+
+    // An upload cut before its first PATCH got through can be discarded: asked first, then deleted.
+    const cut = await interceptPatches(page, 1);
+    await page.getByLabel("Agent", { exact: true }).fill("report-bot");
+    await page.getByLabel("Files").setInputFiles(bigPath);
+    await page.getByRole("button", { name: "Encrypt and send" }).click();
+    await cut.holding;
+    await page.reload();
+    cut.release();
+    const left = page.locator("section.unfinished");
+    const abandoned = (await left.getAttribute("data-upload")) as string;
+    await left.getByRole("button", { name: "Discard" }).click();
+    await page
+      .getByRole("dialog", { name: "Discard this upload?" })
+      .getByRole("button", { name: "Discard upload" })
+      .click();
+    await left.waitFor({ state: "detached" });
+    const gone = await t.call("GET", `/v1/transfers/${abandoned}`, {
+      key: (
+        await t.call("POST", "/v1/auth/login", { body: { email: PERSON, password: RESET_LOGIN_PASSWORD } })
+      ).json().token,
+    });
+    expect(gone.statusCode).toBe(404);
+    await page.unroute("**/v1/uploads/**");
 
     expect(consoleErrors).toEqual([]);
   });
