@@ -1,6 +1,6 @@
-import { api } from "../api.js";
+import { ApiError, api, messageOf } from "../api.js";
 import { confirmThen } from "../confirm.js";
-import { field, h, replace, showStatus } from "../dom.js";
+import { field, h, replace, showStatus, statusLine } from "../dom.js";
 import { actionForm } from "../form.js";
 import { formatBytes } from "../format.js";
 import { TransferMeter } from "../meter.js";
@@ -96,29 +96,28 @@ function unfinishedCard(accountId: string, upload: UnfinishedUpload, done: () =>
       );
       progress.value = progress.max;
       showStatus(status, sentWords(transfer), "ok");
-      input.disabled = true;
     },
   });
   input.addEventListener("change", () => form.requestSubmit());
-  discard.addEventListener(
-    "click",
-    () =>
-      void confirmThen(
-        {
-          title: "Discard this upload?",
-          message: `${names} will not be sent, and what was uploaded is deleted. This cannot be undone.`,
-          confirm: "Discard upload",
-        },
-        async () => {
-          await api(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}`, { method: "DELETE" }).catch(
-            () => {
-              // Already gone (expired, deleted elsewhere): forgetting it is all that is left.
-            },
-          );
-          forgetUpload(accountId, upload.transfer_id);
-          done();
-        },
-      ),
+  const discarding = statusLine();
+  discard.addEventListener("click", () =>
+    confirmThen(
+      {
+        title: "Discard this upload?",
+        message: `${names} will not be sent, and what was uploaded is deleted. This cannot be undone.`,
+        confirm: "Discard upload",
+      },
+      async () => {
+        await api(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}`, { method: "DELETE" }).catch(
+          (error) => {
+            // Already gone (expired, deleted elsewhere): forgetting it is all that is left.
+            if (!(error instanceof ApiError && error.status === 404)) throw error;
+          },
+        );
+        forgetUpload(accountId, upload.transfer_id);
+        done();
+      },
+    ).catch((error) => showStatus(discarding, messageOf(error), "error")),
   );
   return h(
     "section",
@@ -129,6 +128,7 @@ function unfinishedCard(accountId: string, upload: UnfinishedUpload, done: () =>
       `Unfinished upload: ${names} to ${upload.recipient} — choose the same ${several ? "files" : "file"} to resume.`,
     ),
     form,
+    discarding,
   );
 }
 
