@@ -1,4 +1,8 @@
+import type { HandoffClient } from "@handoff/sdk";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import openapiTS, { astToString } from "openapi-typescript";
+import { handoffMcpServer } from "../src/client/mcp/tools.js";
 import { OPERATIONS } from "../src/contract/index.js";
 import { openApiDocument } from "../src/contract/openapi.js";
 
@@ -6,6 +10,8 @@ import { openApiDocument } from "../src/contract/openapi.js";
 export const DOCUMENTED_SERVER = "http://127.0.0.1:8080";
 export const OPENAPI_FILE = "docs/openapi.json";
 export const SDK_TYPES_FILE = "packages/sdk/src/api-types.ts";
+/** The MCP tools as a model sees them, read by the Python package's handoff.tools (issue 24). */
+export const PYTHON_TOOLS_FILE = "packages/python/src/handoff/mcp_tools.json";
 
 /** docs/openapi.json as it must read: the contract's document, for a local server. */
 export function openApiText(): string {
@@ -21,4 +27,24 @@ export async function sdkTypesText(): Promise<string> {
     "",
     astToString(ast),
   ].join("\n");
+}
+
+/**
+ * The MCP server's tools as its tools/list answers them over an MCP connection (the SDK's in-memory
+ * one): names, descriptions, input and output schemas, annotations. handoff.tools reads this file,
+ * so the Python tools describe themselves exactly as the MCP tools do.
+ */
+export async function mcpToolsText(): Promise<string> {
+  // Listing calls no tool: the client behind them is never used.
+  const server = handoffMcpServer({ client: {} as HandoffClient, shield: undefined, downloadsDir: "/" });
+  const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "write-contract", version: "1" });
+  await client.connect(clientSide);
+  try {
+    const { tools } = await client.listTools();
+    return `${JSON.stringify(tools, null, 2)}\n`;
+  } finally {
+    await client.close();
+  }
 }

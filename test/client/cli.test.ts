@@ -14,9 +14,11 @@ import {
   handoff,
   handoffInTerminal,
   type ListeningServer,
+  nestedFolder,
   startHandoff,
   startListeningServer,
   tempDir,
+  writeTree,
 } from "./support.js";
 
 /** An ELF header: a native executable by its bytes, whatever its name says (decisions 5.6). */
@@ -175,6 +177,21 @@ describe("handoff client commands against a running server", () => {
         expect(readFileSync(received.path).equals(expected)).toBe(true);
       }
       expect(filesUnder(dir)).toEqual(Object.keys(contents).sort());
+    });
+
+    it("sends a folder as a folder (7.3): receive recreates its tree, hidden files included, inside --out", async () => {
+      const tree = nestedFolder("project");
+      const parent = writeTree(join(work.path, `tree-${++count}`), tree);
+      const transfer = await sendFiles(alice.path, bob.slug, [join(parent, "project")]);
+      expect(transfer.files.map((f) => f.name).sort()).toEqual(Object.keys(tree).sort());
+
+      const dir = outDir();
+      const run = await handoff(["receive", transfer.id, "--identity", bob.path, "--out", dir], env);
+      expect(run.stderr).toBe("");
+      expect(run.status).toBe(0);
+      expect(filesUnder(dir)).toEqual(Object.keys(tree).sort());
+      for (const [name, bytes] of Object.entries(tree))
+        expect(readFileSync(join(dir, name)).equals(bytes)).toBe(true);
     });
 
     it("draws a progress bar per file on stderr when stderr is a terminal, with its speed and time left", async () => {

@@ -9,6 +9,7 @@ import {
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PYTHON_TOOLS_FILE } from "../../scripts/contract-documents.js";
 import {
   CLI,
   clientAccount,
@@ -16,10 +17,12 @@ import {
   filesUnder,
   handoff,
   type ListeningServer,
+  nestedFolder,
   publishBroadcast,
   ROOT,
   startListeningServer,
   tempDir,
+  writeTree,
 } from "./support.js";
 
 /** `handoff mcp` spawned by the MCP SDK's own client over stdio, as an MCP host runs it. */
@@ -197,6 +200,13 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
     });
   });
 
+  it("lists exactly the tools the Python package's handoff.tools describes itself with", async () => {
+    const { tools } = await sender.client.listTools();
+    expect(JSON.parse(readFileSync(join(ROOT, PYTHON_TOOLS_FILE), "utf8")), "run npm run contract").toEqual(
+      tools,
+    );
+  });
+
   it("sends a file between two agents, lists it in the inbox and downloads it decrypted and scanned", async () => {
     const bytes = randomBytes(150_000);
     const transfer = await sender.ok<{ id: string; mode: string; is_encrypted: boolean; recipient: string }>(
@@ -222,6 +232,30 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
       ],
     });
     expect(readFileSync(join(outDir, "data.bin")).equals(bytes)).toBe(true);
+  });
+
+  it("sends a folder given by its absolute path, and downloads it as the same tree", async () => {
+    const tree = nestedFolder("reports");
+    const parent = writeTree(join(work.path, "tree"), tree);
+    const transfer = await sender.ok<{ id: string; files: { name: string }[] }>("send_file", {
+      to: slugs.receiver,
+      paths: [join(parent, "reports")],
+    });
+    expect(transfer.files.map((f) => f.name).sort()).toEqual(Object.keys(tree).sort());
+
+    const outDir = join(work.path, "tree-out");
+    const result = await receiver.ok<{ files: { name: string; path: string }[] }>("download_transfer", {
+      transfer_id: transfer.id,
+      out_dir: outDir,
+    });
+    expect(result.files.map((f) => f.path).sort()).toEqual(
+      Object.keys(tree)
+        .map((name) => join(outDir, name))
+        .sort(),
+    );
+    expect(filesUnder(outDir)).toEqual(Object.keys(tree).sort());
+    for (const [name, bytes] of Object.entries(tree))
+      expect(readFileSync(join(outDir, name)).equals(bytes)).toBe(true);
   });
 
   it("downloads into --downloads by default, and leaves out a file Shield blocked", async () => {

@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ADMIN_TOKEN, startTestApp, type TestApp } from "../support/app.js";
 import { postgresServer, tempDir } from "../support/databases.js";
@@ -158,6 +159,26 @@ export function blobsOfSize(dir: string, size: number): string[] {
 }
 
 /** Files (not folders) anywhere under `dir`, relative to it. */
+/** Writes `files` (relative names with `/`) under `root`, making their folders; answers `root`. */
+export function writeTree(root: string, files: Record<string, Buffer>): string {
+  for (const [name, bytes] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, name)), { recursive: true });
+    writeFileSync(join(root, name), bytes);
+  }
+  return root;
+}
+
+/** A folder's worth of files in nested folders, a hidden one among them, named from the folder `top`. */
+export function nestedFolder(top: string): Record<string, Buffer> {
+  return {
+    [`${top}/README.md`]: Buffer.from("# project\n"),
+    [`${top}/.env.example`]: Buffer.from("KEY=\n"),
+    [`${top}/src/main.py`]: randomBytes(70_000),
+    [`${top}/src/lib/util.py`]: randomBytes(1),
+    [`${top}/src/lib/deep/er/empty.txt`]: Buffer.alloc(0),
+  };
+}
+
 export function filesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile())

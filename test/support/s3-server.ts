@@ -62,6 +62,8 @@ export interface TestS3Server {
   region: string;
   /** The server's fixed key pair; it checks SigV4 signatures, presigned URLs included. */
   credentials: { accessKeyId: string; secretAccessKey: string };
+  /** How many UploadPart requests it has answered: a multipart upload's progress, seen from S3. */
+  partsUploaded(): number;
   stop(): Promise<void>;
 }
 
@@ -174,9 +176,11 @@ export async function startS3Server(
     configureBuckets: createBucket ? [{ name: bucket }] : [],
   });
   fixFirstByteRange(server.store);
+  let parts = 0;
   server.middleware.unshift(async (ctx, next) => {
     requestPaths.set(ctx.headers, ctx.path);
     await next();
+    if (ctx.method === "PUT" && ctx.query.partNumber !== undefined) parts++;
   }, multipartUploadCalls(server.store));
   try {
     const { port } = await server.run();
@@ -185,6 +189,7 @@ export async function startS3Server(
       bucket,
       region: "us-east-1",
       credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+      partsUploaded: () => parts,
       async stop() {
         await server.close();
         await removeDir();
@@ -199,6 +204,7 @@ export async function startS3Server(
 /** s3rver as a service's blob store: the S3_* settings that point the service at it. */
 export interface TestS3Store {
   env: Record<string, string>;
+  server: TestS3Server;
   stop(): Promise<void>;
 }
 
@@ -215,6 +221,7 @@ export async function startS3Store(): Promise<TestS3Store> {
   process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
   return {
+    server: s3,
     env: {
       S3_BUCKET: s3.bucket,
       S3_ENDPOINT: s3.endpoint,

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -167,6 +168,25 @@ def run_node(args: list[str], env: dict[str, str], timeout: float = 300) -> Run:
         [*NODE_CLI, *args], cwd=ROOT, env=_clean_env(env), capture_output=True, text=True, timeout=timeout
     )
     return Run(done.returncode, done.stdout, done.stderr)
+
+
+class PythonListener:
+    """``python3 -m handoff listen --identity FILE --out DIR`` running in the background."""
+
+    def __init__(self, identity: Path, out: Path, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "handoff", "listen", "--identity", str(identity), "--out", str(out)],
+            env={**_clean_env(env), "PYTHONPATH": str(SOURCE)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def stop(self) -> Run:
+        """SIGTERM, as a user stops it; its exit code and all it printed."""
+        self.process.send_signal(signal.SIGTERM)
+        stdout, stderr = self.process.communicate(timeout=60)
+        return Run(self.process.returncode, stdout, stderr)
 
 
 def wait_until(ready: Callable[[], bool], seconds: float, interval: float = 0.1) -> bool:

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Server
+from conftest import ROOT, SOURCE, Server
 
 from handoff import AsyncClient, Client, create_identity, save_identity, tools
 
@@ -42,43 +42,43 @@ def test_async_send_and_receive_both_paths(env: dict[str, str], tmp_path: Path) 
     assert len(results) == 2
 
 
-# Lists the Node MCP server's tools over the MCP SDK's in-memory transport: what a model sees.
-LIST_MCP_TOOLS = """
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { handoffMcpServer } from "./src/client/mcp/tools.ts";
-const server = handoffMcpServer({ client: {}, shield: undefined, downloadsDir: "/tmp" });
-const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
-await server.connect(serverSide);
-const client = new Client({ name: "python-tools-test", version: "1" });
-await client.connect(clientSide);
-const { tools } = await client.listTools();
-console.log(JSON.stringify(Object.fromEntries(tools.map((tool) => [tool.name, Object.keys(tool.inputSchema.properties ?? {})]))));
-await client.close();
-"""
-
-
-def mcp_tool_inputs() -> dict[str, list[str]]:
-    """The tools and their input names as the Node MCP server (src/client/mcp/tools.ts) lists them."""
+def mcp_tools_listed() -> str:
+    """The Node MCP server's tools/list (src/client/mcp/tools.ts) now, over the MCP SDK's in-memory
+    connection: what ``npm run contract`` writes into handoff/mcp_tools.json."""
+    script = "const m = await import('./scripts/contract-documents.ts'); process.stdout.write(await m.mcpToolsText());"
     listed = subprocess.run(
-        ["node", "--conditions=source", "--import", "tsx", "--input-type=module", "-e", LIST_MCP_TOOLS],
+        ["node", "--conditions=source", "--import", "tsx", "--input-type=module", "-e", script],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    found: dict[str, list[str]] = json.loads(listed.stdout)
-    return found
+    return listed.stdout
 
 
-def test_the_tools_are_the_mcp_servers_with_the_same_inputs() -> None:
-    described = {tool["name"]: sorted(tool["input_schema"]["properties"]) for tool in tools.TOOLS}
-    assert described == {name: sorted(inputs) for name, inputs in mcp_tool_inputs().items()}
+def test_the_tools_are_the_mcp_servers_with_the_same_inputs_outputs_and_hints() -> None:
+    listed = json.loads(mcp_tools_listed())
+    committed = json.loads((SOURCE / "handoff" / "mcp_tools.json").read_text())
+    assert committed == listed, "handoff/mcp_tools.json is stale: run npm run contract"
+    assert [
+        {
+            "name": tool["name"],
+            "description": tool["description"],
+            "inputSchema": tool["input_schema"],
+            "outputSchema": tool["output_schema"],
+            "annotations": tool["annotations"],
+        }
+        for tool in tools.TOOLS
+    ] == [{key: spec[key] for key in ("name", "description", "inputSchema", "outputSchema", "annotations")} for spec in listed]
     for tool in tools.TOOLS:
         assert tool["function"].__name__ == tool["name"]
+        assert tool["function"].__doc__ == tool["description"]
         parameters = list(inspect.signature(tool["function"]).parameters)
         assert sorted(parameters) == sorted(tool["input_schema"]["properties"])
+        assert set(tool["annotations"]) == {"readOnlyHint", "destructiveHint", "openWorldHint"}
+    hints = {tool["name"]: tool["annotations"]["readOnlyHint"] for tool in tools.TOOLS}
+    assert hints == {"send_file": False, "check_inbox": True, "download_transfer": False, "list_connections": True, "get_profile": True}
 
 
 def test_the_tools_send_check_download_and_profile(env: dict[str, str], tmp_path: Path) -> None:

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from conftest import SOURCE, Server, run_python, wait_until
+from conftest import PythonListener, Server, run_python, wait_until
 from test_cli import identity
 from handoff import AsyncClient, Client
 from handoff.listening import ListenOptions, arrivals_flow
@@ -85,13 +81,7 @@ def test_cli_listen_receives_through_the_event_stream(server: Server, tmp_path: 
         """The server's request log since this test began."""
         return log.read_text()[start:]
     out = tmp_path / "streamed"
-    listener = subprocess.Popen(
-        [sys.executable, "-m", "handoff", "listen", "--identity", str(receiver), "--out", str(out)],
-        env={**os.environ, **env, "PYTHONPATH": str(SOURCE)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    listener = PythonListener(receiver, out, env)
     try:
         assert wait_until(lambda: EVENTS in requests(), 60), "listen opened no event stream"
         note = tmp_path / "note.txt"
@@ -100,9 +90,8 @@ def test_cli_listen_receives_through_the_event_stream(server: Server, tmp_path: 
         wait_until((out / "note.txt").exists, 60)
         assert (out / "note.txt").read_text() == "through the stream"
     finally:
-        listener.send_signal(signal.SIGTERM)
-        stdout, _stderr = listener.communicate(timeout=60)
-    assert listener.returncode == 0
-    assert [json.loads(line)["transfer_id"] for line in stdout.splitlines()] == [sent["id"]]
+        stopped = listener.stop()
+    assert stopped.status == 0
+    assert [json.loads(line)["transfer_id"] for line in stopped.stdout.splitlines()] == [sent["id"]]
     # Received from the stream: no long-poll was made.
     assert "wait=30" not in requests()

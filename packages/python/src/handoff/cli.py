@@ -25,6 +25,7 @@ from .identity import create_identity, load_identity, save_identity
 from .receiving import ReceivedFile, ReceiveResult
 from .shield import ShieldLevelError, parse_shield_level
 from .progress import ProgressBars
+from .terminal import terminal_safe
 
 DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080"
 MAX_INBOX_WAIT_SECONDS = 30
@@ -123,17 +124,17 @@ def _agent_client(identity_path: str) -> Client:
 
 
 def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(terminal_safe(json.dumps(value, indent=2, ensure_ascii=False), keep_newlines=True) + "\n")
     sys.stdout.flush()
 
 
 def _print_json_line(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n")
+    sys.stdout.write(terminal_safe(json.dumps(value, separators=(",", ":"), ensure_ascii=False)) + "\n")
     sys.stdout.flush()
 
 
 def _warn(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(terminal_safe(line) + "\n")
     sys.stderr.flush()
 
 

@@ -1,50 +1,31 @@
 """``Client`` (synchronous) and ``AsyncClient``: one set of flows, two ways of doing the I/O.
 
 Every operation is a generator of effects (protocol.py, sending.py, receiving.py, listening.py)
-built by ``Operations``; a client only performs the effects it yields: HTTP exchanges through
-httpx and sleeps. Nothing about the API is written twice.
+built by ``Operations``; transport.py performs each effect as steps (send, read a chunk, close,
+wait) and decides everything about them. A client only says how a step is done: blocking through
+``httpx.Client`` and ``time.sleep``, or awaiting ``httpx.AsyncClient`` and ``asyncio.sleep``.
+Nothing about the API is written twice.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import quote
 
 import httpx
 
-from . import __version__, download
+from . import __version__
 from .errors import HandoffError
 from .identity import Identity
 from .listening import ListenOptions, listen_flow
 from .pins import PinStore, default_pins_path, pin_name
-from .protocol import (
-    Answer,
-    Attempt,
-    CloseStream,
-    Effect,
-    NetworkFailure,
-    OpenStream,
-    Outcome,
-    ReadStream,
-    RequestSpec,
-    Settings,
-    Sleep,
-    StreamOpened,
-    call,
-    open_stream,
-    request,
-)
+from .protocol import Effect, Outcome, RequestSpec, Settings, call, open_stream, request
 from .receiving import ReceiveOptions, ReceiveResult, receive_flow
 from .sending import PRESIGNED_THRESHOLD, ProgressCallback, SendOptions, resume_send_flow, send_flow
 from .crypto import to_base64
+from .transport import DEFAULT_TIMEOUT, Step, drive, finished
 
-DOWNLOAD_TIMEOUT_SECONDS = 90.0
-DEFAULT_TIMEOUT = httpx.Timeout(DOWNLOAD_TIMEOUT_SECONDS, connect=15.0)
-#: The server sends a keep-alive every 15 s: an event stream silent for 45 s is dead.
-STREAM_TIMEOUT = httpx.Timeout(45.0, connect=15.0)
 Flow = Generator[Effect, Outcome, Any]
 Out = TypeVar("Out")
 Http = TypeVar("Http", httpx.Client, httpx.AsyncClient)
@@ -161,37 +142,6 @@ class Operations:
     def sendable(self) -> Flow:
         answer = yield from self._call("GET", "/v1/agents/sendable")
         return answer["agents"]
-
-
-def _network_reason(error: Exception) -> str:
-    return str(error) or type(error).__name__
-
-
-def _path_of(attempt: Attempt) -> str:
-    return httpx.URL(attempt.url).path
-
-
-def _build(
-    http: httpx.Client | httpx.AsyncClient, attempt: Attempt, content: Any, timeout: httpx.Timeout | None = None
-) -> httpx.Request:
-    return http.build_request(
-        attempt.method,
-        attempt.url,
-        params=attempt.query or None,
-        headers=attempt.headers,
-        json=attempt.json,
-        content=content,
-        timeout=timeout or httpx.USE_CLIENT_DEFAULT,
-    )
-
-
-def _drive_step(flow: Flow, value: Any, error: BaseException | None) -> tuple[bool, Any]:
-    """Advances a flow by one effect: (True, result) when it finished, else (False, effect)."""
-    try:
-        effect = flow.throw(error) if error is not None else flow.send(value)
-    except StopIteration as stop:
-        return True, stop.value
-    return False, effect
 
 
 class Stoppable(Protocol):
@@ -337,12 +287,12 @@ class _Operations(Generic[Out, Http]):
 class Client(_Operations[Any, httpx.Client]):
     """The Handoff API as an agent uses it, synchronously. See docs/python.md."""
 
+    #: Whether this client made its httpx client (then downloads go through download.py).
+    _own_http = False
+
     def _new_http(self) -> httpx.Client:
         self._own_http = True
         return httpx.Client(timeout=DEFAULT_TIMEOUT)
-
-    #: Whether this client made its httpx client (then downloads go through download.py).
-    _own_http = False
 
     def __enter__(self) -> Client:
         return self
@@ -358,101 +308,10 @@ class Client(_Operations[Any, httpx.Client]):
 
     def run(self, flow: Flow) -> Any:
         """Performs each effect the flow yields until it finishes; answers its result."""
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            done, step = _drive_step(flow, value, error)
-            if done:
-                return step
-            value, error = None, None
-            try:
-                value = self._perform(step)
-            except BaseException as raised:  # thrown into the flow, whose cleanup then runs
-                error = raised
+        return finished(drive(flow, self._own_http, self._run_step))
 
-    def _perform(self, effect: Effect) -> Outcome:
-        if isinstance(effect, Sleep):
-            time.sleep(effect.seconds)
-            return None
-        if isinstance(effect, OpenStream):
-            return self._open_stream(effect.attempt)
-        if isinstance(effect, ReadStream):
-            return _StreamHandle.of(effect.handle).read()
-        if isinstance(effect, CloseStream):
-            _StreamHandle.of(effect.handle).response.close()
-            return None
-        if effect.sink is not None and self._own_http and not download.proxied(effect.url):
-            return download.download(effect, DOWNLOAD_TIMEOUT_SECONDS)
-        content = effect.body() if effect.body else None
-        try:
-            response = self._http.send(_build(self._http, effect, content), stream=True)
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-        try:
-            if response.is_success and effect.sink is not None:
-                try:
-                    for chunk in response.iter_bytes():
-                        effect.sink(chunk)
-                except httpx.TransportError as error:
-                    raise HandoffError(
-                        "NETWORK_ERROR", f"{effect.method} {_path_of(effect)} failed: {_network_reason(error)}"
-                    ) from None
-                return Answer(response.status_code, response.headers, b"")
-            try:
-                return Answer(response.status_code, response.headers, response.read())
-            except httpx.TransportError as error:
-                return NetworkFailure(_network_reason(error))
-        finally:
-            response.close()
-
-
-    def _open_stream(self, attempt: Attempt) -> Outcome:
-        try:
-            response = self._http.send(_build(self._http, attempt, None, STREAM_TIMEOUT), stream=True)
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-        if response.is_success:
-            return StreamOpened(response.status_code, response.headers, _StreamHandle(response))
-        try:
-            return Answer(response.status_code, response.headers, response.read())
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-        finally:
-            response.close()
-
-
-class _StreamHandle:
-    """An open streamed answer: its chunks as they arrive, read by ``Client`` (``read``) or by
-    ``AsyncClient`` (``aread``)."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-        self._chunks: Iterator[bytes] | None = None
-        self._async_chunks: AsyncIterator[bytes] | None = None
-
-    @staticmethod
-    def of(handle: object) -> _StreamHandle:
-        assert isinstance(handle, _StreamHandle)
-        return handle
-
-    def read(self) -> bytes | NetworkFailure:
-        self._chunks = self._chunks or self.response.iter_bytes()
-        try:
-            return next(self._chunks, b"")
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-
-    async def aread(self) -> bytes | NetworkFailure:
-        self._async_chunks = self._async_chunks or self.response.aiter_bytes()
-        try:
-            return await anext(self._async_chunks, b"")
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-
-
-async def _async_body(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
-    for chunk in chunks:
-        yield chunk
+    async def _run_step(self, step: Step) -> Any:
+        return step.run(self._http)  # blocks: never waits on an event loop (see transport.finished)
 
 
 class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
@@ -474,61 +333,9 @@ class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
         return self.run(flow)
 
     async def run(self, flow: Flow) -> Any:
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            done, step = _drive_step(flow, value, error)
-            if done:
-                return step
-            value, error = None, None
-            try:
-                value = await self._perform(step)
-            except BaseException as raised:  # cancellation too: the flow's cleanup runs
-                error = raised
+        """Performs each effect the flow yields until it finishes (or the task is cancelled, which
+        the flow's cleanup sees); answers its result."""
+        return await drive(flow, False, self._run_step)
 
-    async def _perform(self, effect: Effect) -> Outcome:
-        if isinstance(effect, Sleep):
-            await asyncio.sleep(effect.seconds)
-            return None
-        if isinstance(effect, OpenStream):
-            return await self._open_stream(effect.attempt)
-        if isinstance(effect, ReadStream):
-            return await _StreamHandle.of(effect.handle).aread()
-        if isinstance(effect, CloseStream):
-            await _StreamHandle.of(effect.handle).response.aclose()
-            return None
-        content = _async_body(effect.body()) if effect.body else None
-        try:
-            response = await self._http.send(_build(self._http, effect, content), stream=True)
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-        try:
-            if response.is_success and effect.sink is not None:
-                try:
-                    async for chunk in response.aiter_bytes():
-                        effect.sink(chunk)
-                except httpx.TransportError as error:
-                    raise HandoffError(
-                        "NETWORK_ERROR", f"{effect.method} {_path_of(effect)} failed: {_network_reason(error)}"
-                    ) from None
-                return Answer(response.status_code, response.headers, b"")
-            try:
-                return Answer(response.status_code, response.headers, await response.aread())
-            except httpx.TransportError as error:
-                return NetworkFailure(_network_reason(error))
-        finally:
-            await response.aclose()
-
-    async def _open_stream(self, attempt: Attempt) -> Outcome:
-        try:
-            response = await self._http.send(_build(self._http, attempt, None, STREAM_TIMEOUT), stream=True)
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-        if response.is_success:
-            return StreamOpened(response.status_code, response.headers, _StreamHandle(response))
-        try:
-            return Answer(response.status_code, response.headers, await response.aread())
-        except httpx.TransportError as error:
-            return NetworkFailure(_network_reason(error))
-        finally:
-            await response.aclose()
+    async def _run_step(self, step: Step) -> Any:
+        return await step.arun(self._http)

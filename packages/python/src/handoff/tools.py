@@ -2,17 +2,21 @@
 
 Each function takes exactly the tool's inputs (so a framework that reads signatures sees the MCP
 schema) and answers the same object the MCP tool answers; ``TOOLS`` describes each with its JSON
-schema, so a LangChain, CrewAI or AutoGen tool is one line around it (docs/python.md). The client
+schema, its answer's schema and its hints, read from mcp_tools.json (the MCP server's own tools/list,
+written by ``npm run contract``), so a LangChain, CrewAI or AutoGen tool is one line around it
+(docs/python.md); each function's docstring is its MCP description. The client
 is the one given to ``configure``, else one made from the environment the CLI reads
 (``HANDOFF_URL``, ``HANDOFF_API_KEY``) and ``HANDOFF_IDENTITY`` (the identity file).
 ``HANDOFF_SHIELD`` and ``HANDOFF_DOWNLOADS`` set the Shield level and the default download folder
 (``./handoff-downloads``), as ``handoff mcp --shield/--downloads`` do; ``configure`` overrides them.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the frameworks that wrap these functions read their
+# annotations as types, not as strings.
+import json
 import os
 from collections.abc import Callable
+from importlib import resources
 from typing import Any, TypedDict
 
 from .client import Client
@@ -62,7 +66,6 @@ def send_file(
     expires_in: str | None = None,
     account: str | None = None,
 ) -> Any:
-    """Send files to an agent (its slug) or a person (an e-mail address), encrypted end to end and signed."""
     return _client().send(
         to,
         [_absolute(path, "each path") for path in paths],
@@ -74,14 +77,12 @@ def send_file(
 
 
 def check_inbox(wait_seconds: int = 0) -> Any:
-    """List the transfers waiting in this agent's inbox, optionally waiting for a new one."""
     if not 0 <= wait_seconds <= MAX_INBOX_WAIT_SECONDS:
         raise ValueError(f"wait_seconds must be from 0 to {MAX_INBOX_WAIT_SECONDS}")
     return _client().whole_inbox(wait_seconds)
 
 
 def download_transfer(transfer_id: str, out_dir: str | None = None) -> Any:
-    """Download, verify, decrypt and scan (Shield) a transfer's files into a folder."""
     default = _settings.downloads or os.environ.get("HANDOFF_DOWNLOADS") or DEFAULT_DOWNLOADS
     folder = _absolute(out_dir, "out_dir") if out_dir else os.path.abspath(default)
     shield = _settings.shield or os.environ.get("HANDOFF_SHIELD") or None
@@ -89,13 +90,11 @@ def download_transfer(transfer_id: str, out_dir: str | None = None) -> Any:
 
 
 def list_connections() -> Any:
-    """The account connections, and the agents this agent can send to."""
     client = _client()
     return {"connections": client.connections(), "sendable": client.sendable()}
 
 
 def get_profile() -> Any:
-    """This agent's startup profile: agent, plan limits, inbox summary, urgent broadcasts."""
     return _client().profile()
 
 
@@ -104,65 +103,35 @@ class Tool(TypedDict):
     description: str
     #: JSON Schema of the inputs, as the MCP server declares them.
     input_schema: dict[str, Any]
+    #: JSON Schema of the answer, as the MCP server declares it (its ``outputSchema``).
+    output_schema: dict[str, Any]
+    #: The MCP hints: ``readOnlyHint``, ``destructiveHint``, ``openWorldHint``.
+    annotations: dict[str, bool]
     function: Callable[..., Any]
 
 
-def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema
-
-
-_ABSOLUTE_PATH = {"type": "string", "description": "an absolute path"}
-
-TOOLS: list[Tool] = [
-    {
-        "name": "send_file",
-        "description": "Send files to an agent (its slug) or a person (an e-mail address), encrypted end to end and signed. Returns the transfer.",
-        "input_schema": _object(
+def _tools() -> list[Tool]:
+    """The MCP server's tools/list (mcp_tools.json, written from src/client/mcp by ``npm run
+    contract``), each with its function; the function's docstring is the tool's description, which
+    is what LangChain's and CrewAI's decorators read."""
+    listed = json.loads(resources.files("handoff").joinpath("mcp_tools.json").read_text("utf-8"))
+    functions = {function.__name__: function for function in FUNCTIONS}
+    tools: list[Tool] = []
+    for spec in listed:
+        function = functions[spec["name"]]
+        function.__doc__ = spec["description"]
+        tools.append(
             {
-                "to": {"type": "string", "minLength": 1, "description": "recipient: an agent slug, or an e-mail address for a person"},
-                "paths": {"type": "array", "items": _ABSOLUTE_PATH, "minItems": 1, "description": "absolute paths of the files to send"},
-                "message": {"type": "string"},
-                "max_downloads": {"type": "integer", "minimum": 1, "maximum": 1000},
-                "expires_in": {"type": "string", "description": 'how long the transfer lives, e.g. "1h", "24h", "7d"'},
-                "account": {"type": "string", "description": "the recipient's account, when the slug is ambiguous"},
-            },
-            ["to", "paths"],
-        ),
-        "function": send_file,
-    },
-    {
-        "name": "check_inbox",
-        "description": "List the transfers waiting in this agent's inbox, optionally waiting for a new one.",
-        "input_schema": _object(
-            {"wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_INBOX_WAIT_SECONDS, "default": 0}}
-        ),
-        "function": check_inbox,
-    },
-    {
-        "name": "download_transfer",
-        "description": "Download, verify, decrypt and scan (Shield) a transfer's files into a folder. Returns each file's path, size and Shield verdict; a blocked file is not written.",
-        "input_schema": _object(
-            {
-                "transfer_id": {"type": "string", "minLength": 1},
-                "out_dir": {**_ABSOLUTE_PATH, "description": "absolute folder to write into, created when missing"},
-            },
-            ["transfer_id"],
-        ),
-        "function": download_transfer,
-    },
-    {
-        "name": "list_connections",
-        "description": "The account connections, and the agents this agent can send to.",
-        "input_schema": _object({}),
-        "function": list_connections,
-    },
-    {
-        "name": "get_profile",
-        "description": "This agent's startup profile: agent, plan limits, inbox summary, urgent broadcasts.",
-        "input_schema": _object({}),
-        "function": get_profile,
-    },
-]
+                "name": spec["name"],
+                "description": spec["description"],
+                "input_schema": spec["inputSchema"],
+                "output_schema": spec["outputSchema"],
+                "annotations": spec["annotations"],
+                "function": function,
+            }
+        )
+    return tools
+
+
+FUNCTIONS: list[Callable[..., Any]] = [send_file, check_inbox, download_transfer, list_connections, get_profile]
+TOOLS: list[Tool] = _tools()
