@@ -3,7 +3,7 @@
  * wall time, the kernel's peak RSS (wait4's ru_maxrss) and its user and system CPU seconds. Shared
  * by the client benchmarks (client-transfer.ts, shield-receive.ts).
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, rmSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
@@ -34,9 +34,18 @@ export function requireTime(): void {
   if (!existsSync(TIME)) throw new Error(`${TIME} is needed for the peak RSS of the client processes`);
 }
 
-/** `handoff ARGS` from dist under /usr/bin/time; `okCodes` are the exit codes that are not failures. */
-export function timedHandoff(args: string[], env: Record<string, string>, okCodes: number[] = [0]) {
-  return timedCommand([process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js"], args, env, okCodes);
+/**
+ * `handoff ARGS` from dist under /usr/bin/time; `okCodes` are the exit codes that are not failures
+ * (137: killed by SIGKILL), and `spawned` is given the /usr/bin/time process as it starts.
+ */
+export function timedHandoff(
+  args: string[],
+  env: Record<string, string>,
+  okCodes: number[] = [0],
+  spawned?: (time: ChildProcess) => void,
+) {
+  const command = [process.execPath, ...CLIENT_NODE_ARGS, "dist/src/cli.js"];
+  return timedCommand(command, args, env, okCodes, spawned);
 }
 
 /** A client command (`command` then `args`, e.g. the Python client's) under /usr/bin/time. */
@@ -45,12 +54,14 @@ export async function timedCommand(
   args: string[],
   env: Record<string, string>,
   okCodes: number[] = [0],
+  spawned?: (time: ChildProcess) => void,
 ): Promise<ClientRun> {
   const child = spawn(TIME, ["-f", "BENCH-TIME %M %U %S", ...command, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  spawned?.(child);
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => {

@@ -10,17 +10,35 @@
  *    Targets: it completes byte-exact (sha256 of the download), re-sends at most 5 × 8 MiB in
  *    all, and the service's RSS grows by less than 64 MB.
  *
+ * 3. Interrupted twice: an encrypted `handoff send` (the real CLI process, from dist) killed with
+ *    SIGKILL once the server holds a third of the file, then `handoff send --resume` killed at two
+ *    thirds, then `--resume` once more to the end. Targets: the received file is byte-exact, and
+ *    each of the three client processes peaks at 150 MB RSS or less (the kernel's figure, from
+ *    /usr/bin/time).
+ *
  *   npm run bench -- resumable
  *
  * The issue's figures are for 1 GiB and 4 GiB; the defaults are small so that the benchmark can
  * run beside other work. Environment: BENCH_RESUMABLE_MIB (default 64; the issue's: 1024),
- * BENCH_CUT_MIB (default 64; the issue's: 4096), BENCH_RUNS (default 2: best of).
+ * BENCH_CUT_MIB (default 64; the issue's: 4096), BENCH_INTERRUPTED_MIB (default 64; the issue's:
+ * 1024), BENCH_RUNS (default 2: best of).
  */
+import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes, randomInt } from "node:crypto";
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import http from "node:http";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { type ClientRun, mbText, RSS_LIMIT_KB, requireTime, timedHandoff } from "./client-process.js";
 import {
   type Account,
   assertStatus,
@@ -51,6 +69,7 @@ import {
 const SIZE = Number(process.env.BENCH_RESUMABLE_MIB ?? 64) * MiB;
 const CUT_SIZE = Number(process.env.BENCH_CUT_MIB ?? 64) * MiB;
 const RUNS = Number(process.env.BENCH_RUNS ?? 2);
+const INTERRUPTED_SIZE = Number(process.env.BENCH_INTERRUPTED_MIB ?? 64) * MiB;
 const CUTS = 5;
 const UPLOAD_TARGET = 0.9;
 const DOWNLOAD_TARGET = 0.95;
@@ -277,11 +296,99 @@ async function fiveCuts(handoff: ServerChild, account: Account) {
   await remove(handoff, account, id);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 3. An encrypted `handoff send` killed twice, finished with --resume
+
+/** Bytes in the server's partial uploads (filesystem store: `.resumable/{key}/data`). */
+function partialBytes(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let bytes = 0;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true }))
+    if (entry.isFile() && entry.name === "data") bytes += statSync(join(entry.parentPath, entry.name)).size;
+  return bytes;
+}
+
+/** The process /usr/bin/time runs (its one child). */
+function commandOf(time: ChildProcess): number {
+  const children = readFileSync(`/proc/${time.pid}/task/${time.pid}/children`, "utf8").trim();
+  const pid = Number(children.split(" ")[0]);
+  if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error("/usr/bin/time has no child yet");
+  return pid;
+}
+
+/** `handoff ARGS`, killed (SIGKILL, no chance to tidy up) once the server holds `bytes` of the upload. */
+async function killedOnceStored(
+  args: string[],
+  env: Record<string, string>,
+  uploads: string,
+  bytes: number,
+): Promise<ClientRun> {
+  let watch: NodeJS.Timeout | undefined;
+  try {
+    return await timedHandoff(args, env, [137], (time) => {
+      watch = setInterval(() => {
+        if (partialBytes(uploads) < bytes) return;
+        clearInterval(watch);
+        process.kill(commandOf(time), "SIGKILL");
+      }, 10);
+    });
+  } finally {
+    clearInterval(watch);
+  }
+}
+
+async function interruptedTwice(handoff: ServerChild, account: Account, dir: string, uploads: string) {
+  requireTime();
+  const env = { HANDOFF_URL: handoff.baseUrl, HANDOFF_API_KEY: account.apiKey };
+  const sender = join(dir, "cli-sender.json");
+  const recipient = join(dir, "cli-recipient.json");
+  await timedHandoff(["identity", "new", "--agent", "bench-cli-sender", "--out", sender], env);
+  await timedHandoff(["identity", "new", "--agent", "bench-cli-recipient", "--out", recipient], env);
+  const source = join(dir, "interrupted.bin");
+  await pipeline(fileBytes(0, INTERRUPTED_SIZE), createWriteStream(source));
+  const expected = await sha256Of(fileBytes(0, INTERRUPTED_SIZE));
+
+  const first = await killedOnceStored(
+    ["send", "--identity", sender, "--to", "bench-cli-recipient", source],
+    env,
+    uploads,
+    INTERRUPTED_SIZE / 3,
+  );
+  const [state] = readdirSync(`${sender}.sends`);
+  const transferId = state?.replace(/\.json$/, "");
+  if (!transferId) throw new Error("the killed send left no state to resume");
+  const resume = ["send", "--resume", transferId, "--identity", sender];
+  const second = await killedOnceStored(resume, env, uploads, (2 * INTERRUPTED_SIZE) / 3);
+  const last = await timedHandoff(resume, env);
+  const out = join(dir, "interrupted-received");
+  await timedHandoff(["receive", transferId, "--identity", recipient, "--out", out], env);
+  const got = await sha256Of(createReadStream(join(out, "interrupted.bin")));
+  rmSync(out, { recursive: true, force: true });
+  rmSync(source, { force: true });
+
+  console.log("");
+  console.log(`Interrupted twice: an encrypted ${sizeLabel(INTERRUPTED_SIZE)} handoff send, SIGKILLed twice`);
+  const runs = [
+    ["send, killed at 1/3    ", first],
+    ["--resume, killed at 2/3", second],
+    ["--resume to the end    ", last],
+  ] as const;
+  for (const [what, run] of runs)
+    console.log(`  ${what}  ${seconds(run.ms)}, client peak RSS ${mbText(run.peakKb)}`);
+  const peakKb = Math.max(...runs.map(([, run]) => run.peakKb));
+  console.log(`  byte-exact (sha256 of the received file)   ${verdict(got === expected)}`);
+  console.log(
+    `  client peak RSS ${mbText(peakKb).trim()}, at most 150 MB           ${verdict(peakKb <= RSS_LIMIT_KB)}`,
+  );
+  await remove(handoff, account, transferId);
+}
+
 async function main(): Promise<void> {
   guard(9 * 60 * 1000, "resumable-upload");
   const temp = tempRoot("handoff-bench-resumable");
   console.log(
-    `# resumable uploads: ${sizeLabel(SIZE)} uninterrupted, ${sizeLabel(CUT_SIZE)} with ${CUTS} cuts; ` +
+    `# resumable uploads: ${sizeLabel(SIZE)} uninterrupted, ${sizeLabel(CUT_SIZE)} with ${CUTS} cuts, ` +
+      `an encrypted ${sizeLabel(INTERRUPTED_SIZE)} send killed twice; ` +
       `node ${process.version}, load average ${loadAverage()}; both servers write under ${temp.dir}`,
   );
   let baseline: ServerChild | null = null;
@@ -294,6 +401,7 @@ async function main(): Promise<void> {
     await registerAgent(handoff.baseUrl, account.apiKey, RECIPIENT);
     await throughput(baseline, handoff, account);
     await fiveCuts(handoff, account);
+    await interruptedTwice(handoff, account, temp.dir, join(temp.dir, "handoff", "blobs", ".resumable"));
   } finally {
     // Both servers are stopped at once: neither waits on the other's shutdown.
     await Promise.all([handoff?.stop(), baseline?.stop()]);

@@ -40,8 +40,14 @@ export type AgentEvent =
   | { type: "AgentUpdated"; data: { changes: Partial<AgentProfile> } }
   | { type: "AgentDisconnected"; data: { disconnectedAt: string } }
   | { type: "AgentSeen"; data: { at: string } }
-  /** A new webhook secret; the old one signs too until `previousValidUntil`. Never the secret itself. */
-  | { type: "WebhookSecretRotated"; data: { rotatedAt: string; previousValidUntil: string } }
+  /**
+   * A new webhook secret; the old one signs too until `previousValidUntil`. Never the secret
+   * itself: `rotationId` names the secret staged for it (absent from rotations before issue 23).
+   */
+  | {
+      type: "WebhookSecretRotated";
+      data: { rotatedAt: string; previousValidUntil: string; rotationId?: string };
+    }
   | { type: "WebhookTestRequested"; data: { messageId: string; requestedAt: string } }
   /** Decisions 8.3: messages failed for 3 days in a row; a PATCH with a webhook_url enables it again. */
   | { type: "WebhookDisabled"; data: { at: string; failingSince: string } };
@@ -64,7 +70,13 @@ export type AgentCommand =
   | { type: "UpdateAgent"; accountId: string; changes: Partial<AgentProfile> }
   | { type: "DisconnectAgent"; accountId: string; now: string }
   | { type: "RecordSeen"; now: string }
-  | { type: "RotateWebhookSecret"; accountId: string; now: string; previousValidUntil: string }
+  | {
+      type: "RotateWebhookSecret";
+      accountId: string;
+      now: string;
+      previousValidUntil: string;
+      rotationId: string;
+    }
   | { type: "RequestWebhookTest"; accountId: string; messageId: string; now: string }
   | { type: "DisableWebhook"; now: string; failingSince: string };
 
@@ -149,8 +161,8 @@ function decide(command: AgentCommand, state: AgentState, context: AgentContext)
     case "RotateWebhookSecret": {
       const refusal = ownWebhook(state, command.accountId);
       if (refusal) return refusal;
-      const { now, previousValidUntil } = command;
-      return [{ type: "WebhookSecretRotated", data: { rotatedAt: now, previousValidUntil } }];
+      const { now, previousValidUntil, rotationId } = command;
+      return [{ type: "WebhookSecretRotated", data: { rotatedAt: now, previousValidUntil, rotationId } }];
     }
     case "RequestWebhookTest": {
       const refusal = ownWebhook(state, command.accountId);

@@ -9,6 +9,7 @@ import * as humans from "./007_humans.js";
 import * as appendFunction from "./008_append_function.js";
 import * as history from "./009_history_and_personal_data.js";
 import * as webhooks from "./010_webhooks.js";
+import * as webhookRotations from "./011_webhook_rotations.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   "008_append_function": appendFunction,
   "009_history_and_personal_data": history,
   "010_webhooks": webhooks,
+  "011_webhook_rotations": webhookRotations,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

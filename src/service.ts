@@ -28,6 +28,7 @@ import { peopleMailer } from "./reactors/people-mail.js";
 import { oneByOne, Reactor } from "./reactors/reactor.js";
 import { WebhookDispatcher } from "./reactors/webhooks/dispatcher.js";
 import { webhookMessages } from "./reactors/webhooks/messages.js";
+import { webhookRotations } from "./reactors/webhooks/rotations.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { HotLookups } from "./read-models/hot-rows.js";
 import { HeldContentKeys } from "./security/at-rest.js";
@@ -242,11 +243,19 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     (error) => console.error("queueing a webhook message failed:", error),
     WEBHOOK_READ_INTERVAL_MS,
   );
+  const rotationsReactor = new Reactor(
+    "webhook-rotations",
+    store,
+    db,
+    webhookRotations((...rotation) => webhookSecrets.promote(...rotation)),
+    (error) => console.error("making a rotated webhook secret current failed:", error),
+  );
   if (options.runProjections ?? true) {
     await engine.start();
     housekeeper.start();
     await peopleMail.start();
     await webhookReactor.start();
+    await rotationsReactor.start();
     webhooks.start();
   }
 
@@ -272,6 +281,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     async close() {
       await webhooks.stop();
       await webhookReactor.stop();
+      await rotationsReactor.stop();
       await peopleMail.stop();
       await housekeeper.stop();
       await engine.stop();

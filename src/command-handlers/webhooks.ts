@@ -75,18 +75,24 @@ export async function updateAgentWithWebhook(
   return { ...result, webhookSecret };
 }
 
-/** Decisions 8.1: a new secret, answered once; the old one keeps signing for 24 hours. */
+/**
+ * Decisions 8.1: a new secret, answered once; the old one keeps signing for 24 hours. The secret
+ * is staged before the rotation is recorded and made current after: a crash in between leaves
+ * the rotations reactor to make it current (src/reactors/webhooks/rotations.ts), so the secrets
+ * always end up as the log says. A decision run again after a conflict stages a new one.
+ */
 export async function rotateWebhookSecret(
   deps: WebhookDeps,
   accountId: string,
   agentId: string,
   actor: Actor,
 ) {
-  const { position, previousValidUntil } = await handle(
+  const { position, rotationId, previousValidUntil, webhookSecret } = await handle(
     deps,
     { actor: { ...actor, agentId } },
     async (turn) => {
       const previousValidUntil = new Date(turn.now().getTime() + ROTATION_OVERLAP_MS);
+      const rotationId = randomUUID();
       const agent = await turn.load(agentDecider, streams.agent(agentId));
       turn.decide(
         agentDecider,
@@ -96,14 +102,15 @@ export async function rotateWebhookSecret(
           accountId,
           now: turn.at(),
           previousValidUntil: previousValidUntil.toISOString(),
+          rotationId,
         },
         { digestsEqual },
       );
-      return { previousValidUntil };
+      const webhookSecret = await deps.webhookSecrets.stage(agentId, rotationId);
+      return { rotationId, previousValidUntil, webhookSecret };
     },
   );
-  // Only once the rotation is recorded: a decision run again after a conflict must not rotate twice.
-  const webhookSecret = await deps.webhookSecrets.rotate(agentId, previousValidUntil);
+  await deps.webhookSecrets.promote(agentId, rotationId, previousValidUntil);
   return { position, webhookSecret };
 }
 

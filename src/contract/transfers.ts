@@ -406,7 +406,7 @@ export const streamInbox = operation({
   tag: "transfers",
   summary: "The inbox as server-sent events: `transfer.received` for each transfer as it arrives",
   description:
-    "Each incoming transfer is one event: `event: transfer.received`, `id:` its position in the inbox, `data:` the inbox item (a Transfer, as `GET /v1/transfers/inbox` lists it), sent within 100 ms of its creation through any instance. A `: keep-alive` comment comes every 15 s. Without a position the stream starts with what the inbox holds; `Last-Event-ID` (as EventSource sends it on reconnecting) or `after` replays what came after that position. An event's `id` and a page's `next_cursor` are the same kind of position, so a client moves between this stream and the long-poll without missing a transfer.",
+    "Each incoming transfer is one event: `event: transfer.received`, `id:` its position in the inbox, `data:` the inbox item (a Transfer, as `GET /v1/transfers/inbox` lists it), sent within 100 ms of its creation through any instance. A `: keep-alive` comment comes every 15 s. Without a position the stream starts with what the inbox holds; `Last-Event-ID` (as EventSource sends it on reconnecting) or `after` replays what came after that position. An event's `id` and a page's `next_cursor` are the same kind of position, so a client moves between this stream and the long-poll without missing a transfer. An API key holds a limited number of streams open at once on an instance (docs/api.md, rate limits): one more answers 429 `RATE_LIMITED` with `Retry-After` until one of them closes.",
   requestHeaders: ["X-Service-Agent", "Last-Event-ID"],
   query: z.object({
     agent_id: inboxAgent,

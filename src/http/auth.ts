@@ -138,10 +138,16 @@ export interface Caller extends Actor {
   sessionId: string | null;
 }
 
-/** The caller's account, for routes that take an API key or a session. */
-export function callerAccount(request: FastifyRequest): Caller {
+/** The calling account's principal; 401 for anyone else. */
+function accountPrincipal(request: FastifyRequest) {
   const principal = request.principal;
   if (principal.kind !== "account") throw new HttpError(401, "UNAUTHORIZED", "an API key is required");
+  return principal;
+}
+
+/** The caller's account, for routes that take an API key or a session. */
+export function callerAccount(request: FastifyRequest): Caller {
+  const principal = accountPrincipal(request);
   const { credential } = principal;
   return {
     kind: credential.kind,
@@ -157,6 +163,10 @@ export function callerAccount(request: FastifyRequest): Caller {
 export function adminActor(request: FastifyRequest): Actor {
   return { kind: "admin", accountId: null, keyId: null, requestId: request.id };
 }
+
+/** The id of the credential (API key or session) the calling account used; 401 for anyone else. */
+export const callerCredentialId = (request: FastifyRequest): string =>
+  credentialId(accountPrincipal(request).credential);
 
 /** The id a credential's rate-limit buckets are counted under (decisions 3.15: per API key; per session for people). */
 export function credentialId(credential: Credential): string {

@@ -1,5 +1,6 @@
 import { PassThrough } from "node:stream";
 import type { FastifyReply } from "fastify";
+import { OPEN_EVENT_STREAMS } from "../rate-limits/policy.js";
 import { HttpError } from "./errors.js";
 
 /** Decisions 8.4: a comment every 15 s keeps proxies and clients from taking the stream for dead. */
@@ -44,7 +45,8 @@ export interface EventStream {
 }
 
 /**
- * The event streams open on this server. Each sends a keep-alive comment at once (so the client
+ * The event streams open on this server, counted per holder (the API key or session that opened
+ * them; at most OPEN_EVENT_STREAMS.limit each). Each sends a keep-alive comment at once (so the client
  * sees the answer start even with nothing to tell) and every `keepAliveMs` after; it ends when the
  * client goes away, when its route ends it, or when the server closes (`closeAll`, from the
  * preClose hook: a stream never ends by itself, so it would hold a shutdown for the whole grace
@@ -52,11 +54,31 @@ export interface EventStream {
  */
 export class EventStreams {
   private readonly open = new Set<EventStream>();
+  private readonly heldBy = new Map<string, number>();
 
   constructor(private readonly keepAliveMs: number = KEEP_ALIVE_MS) {}
 
-  /** Starts the answer on `reply` (200, text/event-stream); the route returns the reply. */
-  start(reply: FastifyReply): EventStream {
+  /**
+   * Starts the answer on `reply` (200, text/event-stream) for `holder`; the route returns the
+   * reply. Throws 429 RATE_LIMITED, with Retry-After, when the holder has its limit open already.
+   */
+  start(reply: FastifyReply, holder: string): EventStream {
+    const held = this.heldBy.get(holder) ?? 0;
+    const { limit, retryAfterSeconds } = OPEN_EVENT_STREAMS;
+    if (held >= limit) {
+      reply.header("Retry-After", String(retryAfterSeconds));
+      throw new HttpError(
+        429,
+        "RATE_LIMITED",
+        `${limit} inbox event streams are open with this API key already; close one, or retry after ${retryAfterSeconds} s`,
+      );
+    }
+    this.heldBy.set(holder, held + 1);
+    const release = () => {
+      const left = (this.heldBy.get(holder) ?? 1) - 1;
+      if (left > 0) this.heldBy.set(holder, left);
+      else this.heldBy.delete(holder);
+    };
     const body = new PassThrough();
     const cleanups: (() => void)[] = [];
     let ended = false;
@@ -69,6 +91,7 @@ export class EventStreams {
         ended = true;
         clearInterval(keepAlive);
         this.open.delete(stream);
+        release();
         body.end();
         for (const cleanup of cleanups) cleanup();
       },

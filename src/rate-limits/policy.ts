@@ -77,3 +77,13 @@ export const LOGIN_FAILURES = { name: "login-failures", limit: 10, windowMs: 15 
  * nothing): enough for a person who mistyped, too few to flood someone's mailbox.
  */
 export const ACCOUNT_MAIL_REQUESTS = { name: "account-mail", limit: 5, windowMs: 15 * 60_000 } as const;
+
+/**
+ * Inbox event streams (decisions 8.4) open at once per API key (or web session) on one instance: a
+ * stream holds a connection for as long as its client likes, so the per-minute limits do not bound
+ * them. A listener needs one per agent it listens for; ten leave room for a few agents and for a
+ * client reconnecting before the instance noticed its old connection was gone. The next one is
+ * refused (429 RATE_LIMITED) until one of the key's streams closes; `retryAfterSeconds` is the
+ * keep-alive interval, a fair wait for one of them to end.
+ */
+export const OPEN_EVENT_STREAMS = { name: "open-event-streams", limit: 10, retryAfterSeconds: 15 } as const;

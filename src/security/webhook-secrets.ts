@@ -54,17 +54,38 @@ export class WebhookSecrets {
     return inserted.length > 0 ? secret : null;
   }
 
-  /** A new secret; the one it replaces keeps signing until `previousValidUntil`. */
-  async rotate(agentId: string, previousValidUntil: Date): Promise<string> {
+  /**
+   * A rotation's first step: a new secret, kept beside the current one under `rotationId` until
+   * `promote` makes it current; a later rotation's stage replaces an unpromoted one. An agent
+   * without any secret yet (its first one lost to a crash) signs with this one at once.
+   */
+  async stage(agentId: string, rotationId: string): Promise<string> {
     const secret = newWebhookSecret();
     const sealed = seal(this.serverKey, PURPOSE, secret);
     await this.db.raw(
-      `insert into webhook_endpoints (agent_id, sealed_secret) values (?, ?)
-         on conflict (agent_id) do update set sealed_previous = webhook_endpoints.sealed_secret,
-           previous_valid_until = ?, sealed_secret = excluded.sealed_secret`,
-      [agentId, sealed, previousValidUntil],
+      `insert into webhook_endpoints (agent_id, sealed_secret, sealed_pending, pending_rotation)
+         values (?, ?, ?, ?)
+         on conflict (agent_id) do update set sealed_pending = excluded.sealed_pending,
+           pending_rotation = excluded.pending_rotation`,
+      [agentId, sealed, sealed, rotationId],
     );
     return secret;
+  }
+
+  /**
+   * Once rotation `rotationId` is recorded: its staged secret becomes current and the one it
+   * replaces keeps signing until `previousValidUntil`. Idempotent: nothing happens unless that
+   * rotation is still the staged one.
+   */
+  async promote(agentId: string, rotationId: string, previousValidUntil: Date): Promise<void> {
+    await this.db.raw(
+      `update webhook_endpoints
+         set sealed_previous = case when sealed_secret = sealed_pending then null else sealed_secret end,
+           previous_valid_until = ?, sealed_secret = sealed_pending,
+           sealed_pending = null, pending_rotation = null
+         where agent_id = ? and pending_rotation = ?`,
+      [previousValidUntil, agentId, rotationId],
+    );
   }
 
   /** The secrets that sign a message sent at `now`: the current one, and the previous while it lasts. */

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { appendFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
-import { UploadPartCommand } from "@aws-sdk/client-s3";
+import { ListMultipartUploadsCommand, ListObjectsV2Command, UploadPartCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileSystemBlobStore } from "../../src/blobs/filesystem.js";
 import { LocalBlobUrls } from "../../src/blobs/local-urls.js";
@@ -18,7 +18,7 @@ import { MIN_PART_SIZE } from "../../src/blobs/resumable/s3.js";
 import { S3BlobStore } from "../../src/blobs/s3.js";
 import { UrlTokens } from "../../src/security/url-tokens.js";
 import { tempDir } from "../support/databases.js";
-import { startS3Server } from "../support/s3-server.js";
+import { startS3Server, type TestS3Server } from "../support/s3-server.js";
 
 const MiB = 1024 * 1024;
 const links = new LocalBlobUrls(new UrlTokens(randomBytes(32)), "http://handoff.test");
@@ -45,20 +45,24 @@ async function onFileSystem(): Promise<Backing> {
   };
 }
 
+/** A blob store on the test S3 server: a new one is the service after a restart. */
+const s3Store = (server: TestS3Server) =>
+  new S3BlobStore({
+    bucket: server.bucket,
+    endpoint: server.endpoint,
+    region: server.region,
+    forcePathStyle: true,
+    credentials: server.credentials,
+    uploadLinks: links,
+  });
+
 async function onS3(): Promise<Backing> {
   const server = await startS3Server();
   const partSizes: number[] = [];
   const stores: S3BlobStore[] = [];
   return {
     open() {
-      const store = new S3BlobStore({
-        bucket: server.bucket,
-        endpoint: server.endpoint,
-        region: server.region,
-        forcePathStyle: true,
-        credentials: server.credentials,
-        uploadLinks: links,
-      });
+      const store = s3Store(server);
       const send = store.client.send.bind(store.client);
       store.client.send = ((command: unknown, ...rest: unknown[]) => {
         if (command instanceof UploadPartCommand) partSizes.push(command.input.ContentLength ?? -1);
@@ -264,5 +268,84 @@ describe("the filesystem store's upload area", () => {
     expect(await store.leftovers?.removeAbandonedParts()).toBe(0);
     expect(await readdir(join(dir.path, ".resumable", target.key))).toEqual(["data", "state.json"]);
     dir.remove();
+  });
+});
+
+describe("the S3 store's partial uploads (s3rver)", () => {
+  let server: TestS3Server;
+  let store: S3BlobStore;
+  beforeAll(async () => {
+    server = await startS3Server();
+    store = s3Store(server);
+  });
+  afterAll(async () => {
+    store.close();
+    await server.stop();
+  });
+
+  /** What S3 holds for an upload: its multipart uploads in progress, and every object at or under its key. */
+  async function leftOf(key: string) {
+    const uploads = await store.client.send(
+      new ListMultipartUploadsCommand({ Bucket: server.bucket, Prefix: key }),
+    );
+    const objects: string[] = [];
+    for (const prefix of [key, `.resumable/${key}`]) {
+      const page = await store.client.send(
+        new ListObjectsV2Command({ Bucket: server.bucket, Prefix: prefix }),
+      );
+      for (const object of page.Contents ?? []) objects.push(object.Key as string);
+    }
+    return { uploads: (uploads.Uploads ?? []).map((upload) => upload.Key), objects };
+  }
+
+  /** One part of the store's 8 MiB, and 1000 bytes that wait in the tail object. */
+  const partAndTail = () => randomBytes(8 * MiB + 1000);
+
+  it("aborts the multipart upload and removes its tail when the link expires, and when terminated", async () => {
+    const expiring = { ...targetOf(16 * MiB), expiresAt: new Date(Date.now() + 60_000) };
+    const terminated = { ...targetOf(16 * MiB), expiresAt: new Date(Date.now() + 60_000) };
+    for (const target of [expiring, terminated]) {
+      await store.resumable.append(target, request(0, partAndTail()), never);
+      const before = await leftOf(target.key);
+      expect(before.uploads, "one part in S3's multipart upload").toEqual([target.key]);
+      expect(
+        before.objects.some((key) => key.endsWith("/tail-1")),
+        "the tail stored",
+      ).toBe(true);
+    }
+
+    await store.resumable.terminate(terminated);
+    expect(await leftOf(terminated.key)).toEqual({
+      uploads: [],
+      objects: [`.resumable/${terminated.key}/state.json`], // the tombstone, until the link expires
+    });
+
+    expect(await store.resumable.purgeExpired(new Date(Date.now() + 120_000))).toBe(2);
+    for (const target of [expiring, terminated])
+      expect(await leftOf(target.key)).toEqual({ uploads: [], objects: [] });
+  });
+
+  it("aborts, once the link expires, a multipart upload whose request the server crashed in", async () => {
+    const target = { ...targetOf(16 * MiB), expiresAt: new Date(Date.now() + 60_000) };
+    const crashing = s3Store(server);
+    // The process dies right after S3 stored the first part: nothing it sends afterwards arrives.
+    const send = crashing.client.send.bind(crashing.client);
+    let dead = false;
+    crashing.client.send = (async (command: unknown, ...rest: unknown[]) => {
+      if (dead) throw new Error("the server process is gone");
+      const answer = await (send as (...args: unknown[]) => Promise<unknown>)(command, ...rest);
+      if (command instanceof UploadPartCommand) dead = true;
+      return answer;
+    }) as typeof crashing.client.send;
+    await expect(crashing.resumable.append(target, request(0, partAndTail()), never)).rejects.toThrow(/gone/);
+    crashing.close();
+    expect((await leftOf(target.key)).uploads).toEqual([target.key]);
+
+    // After the restart, the next purge past the link's expiry.
+    const restarted = s3Store(server);
+    expect(await restarted.resumable.offset(target)).toBe(0);
+    await restarted.resumable.purgeExpired(new Date(Date.now() + 120_000));
+    restarted.close();
+    expect(await leftOf(target.key)).toEqual({ uploads: [], objects: [] });
   });
 });

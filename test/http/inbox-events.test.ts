@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OPEN_EVENT_STREAMS } from "../../src/rate-limits/policy.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { freshPostgres, postgresServer, postgresSkipReason, tempDir, titled } from "../support/databases.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
@@ -197,6 +198,42 @@ describe.skipIf(!postgresServer)(titled("the inbox event stream", postgresSkipRe
     }
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(engine.waiting).toBe(idle);
+  });
+
+  it(`holds at most ${OPEN_EVENT_STREAMS.limit} open streams per API key: the next is 429 RATE_LIMITED with Retry-After, and closing one admits another`, async () => {
+    const q = await newParties(first.t);
+    const open = (key: string) =>
+      EventStreamReader.open(`${first.baseUrl}/v1/transfers/inbox/events`, {
+        authorization: `Bearer ${key}`,
+        "x-service-agent": "bob",
+      });
+    const readers = await Promise.all(Array.from({ length: OPEN_EVENT_STREAMS.limit }, () => open(q.apiKey)));
+    try {
+      for (const reader of readers) await reader.until((r) => r.text.startsWith(KEEP_ALIVE), "open");
+      const refused = await open(q.apiKey);
+      expect(refused.response.status).toBe(429);
+      expect(refused.response.headers.get("retry-after")).toBe(String(OPEN_EVENT_STREAMS.retryAfterSeconds));
+      await refused.done;
+      expect(JSON.parse(refused.text).error).toMatchObject({ code: "RATE_LIMITED" });
+      // Another key is not held back by this one's streams.
+      const other = await stream(first);
+      expect(other.response.status).toBe(200);
+      await other.close();
+
+      await readers.pop()?.close();
+      let admitted: EventStreamReader | undefined;
+      // The server notices the dropped connection a moment after the client drops it.
+      const deadline = Date.now() + 5000;
+      while (!admitted && Date.now() < deadline) {
+        const next = await open(q.apiKey);
+        if (next.response.status === 200) admitted = next;
+        else await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(admitted?.response.status, "a stream after one of the key's closed").toBe(200);
+      if (admitted) readers.push(admitted);
+    } finally {
+      for (const reader of readers) await reader.close();
+    }
   });
 
   it("refuses as the inbox does: no credential, an unknown agent, a position it never gave, no event stream accepted", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { postMessage } from "../../src/reactors/webhooks/post.js";
 import type { ResolvedAddress } from "../../src/security/webhook-addresses.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { postgresServer } from "../support/databases.js";
@@ -98,5 +99,25 @@ describe("SSRF: where a webhook may not go (WEBHOOKS_ALLOW_PRIVATE unset)", () =
     );
     expect(attempt?.status_code).toBeNull();
     expect(attempt?.error).toMatch(/rebinding\.example resolves to 10\.0\.0\.1/);
+  });
+});
+
+describe("SSRF at delivery (WEBHOOKS_ALLOW_PRIVATE unset): an attempt never connects to a forbidden address", () => {
+  const policy = {
+    allowPrivate: false,
+    resolve: async (hostname: string): Promise<ResolvedAddress[]> => [
+      { address: zone.get(hostname) ?? "93.184.216.34", family: 4 },
+    ],
+  };
+  it.each([
+    ["http://127.0.0.1/hook", /https/],
+    ["https://127.0.0.1/hook", /private, loopback or link-local/],
+    ["https://169.254.169.254/latest/meta-data", /private, loopback or link-local/],
+    ["https://[::1]/hook", /private, loopback or link-local/],
+    ["https://private.example/hook", /private\.example resolves to 10\.0\.0\.1/],
+  ])("%s is refused without a status", async (url, why) => {
+    const result = await postMessage(url, {}, "{}", policy, 2000);
+    expect(result.statusCode).toBeNull();
+    expect(result.error).toMatch(why);
   });
 });

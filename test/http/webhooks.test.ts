@@ -70,6 +70,24 @@ async function deliveries(key: string, agentId: string, query = ""): Promise<Del
   return res.json().deliveries;
 }
 
+/**
+ * Sends the agent a test message and answers its `webhook-signature` header's signatures, and the
+ * signature a given secret makes of that message.
+ */
+async function testSignatures(key: string, agentId: string) {
+  const test = await t.call("POST", `/v1/agents/${agentId}/webhook-test`, { key });
+  expect(test.statusCode, test.body).toBe(202);
+  // Other messages come too as the clock moves (the earlier tests' transfers expire).
+  const find = () => receiver.received.find((r) => r.headers["webhook-id"] === test.json().message_id);
+  await waitUntil(() => find() !== undefined, "the test message arrived");
+  const r = find();
+  if (!r) throw new Error("no message");
+  const id = String(r.headers["webhook-id"]);
+  const timestamp = new Date(Number(r.headers["webhook-timestamp"]) * 1000);
+  const expected = (secret: string) => new Webhook(secret).sign(id, timestamp, r.body);
+  return { header: String(r.headers["webhook-signature"]).split(" "), expected };
+}
+
 /** The agent a message was sent for: the test's URLs name it (`?agent=`). */
 const agentOf = (r: Received) => new URL(r.url, "http://x").searchParams.get("agent");
 
@@ -272,18 +290,7 @@ describe("delivery (decisions 8.2–8.3)", () => {
     const old = p.alice.webhook_secret;
     const rotated = await t.call("POST", `/v1/agents/${p.alice.id}/webhook-secret`, { key: p.apiKey });
     const fresh = rotated.json().webhook_secret as string;
-    const signaturesOf = async () => {
-      const test = await t.call("POST", `/v1/agents/${p.alice.id}/webhook-test`, { key: p.apiKey });
-      // Other messages come too as the clock moves (the earlier tests' transfers expire).
-      const find = () => receiver.received.find((r) => r.headers["webhook-id"] === test.json().message_id);
-      await waitUntil(() => find() !== undefined, "the test message arrived");
-      const r = find();
-      if (!r) throw new Error("no message");
-      const id = String(r.headers["webhook-id"]);
-      const timestamp = new Date(Number(r.headers["webhook-timestamp"]) * 1000);
-      const expected = (secret: string) => new Webhook(secret).sign(id, timestamp, r.body);
-      return { header: String(r.headers["webhook-signature"]).split(" "), expected };
-    };
+    const signaturesOf = () => testSignatures(p.apiKey, p.alice.id);
     const during = await signaturesOf();
     expect(during.header).toEqual([during.expected(fresh), during.expected(old)]);
     await advanceClock(t, 23 * 3600);
@@ -430,5 +437,69 @@ describe("retries on the service clock (decisions 8.3)", () => {
     expect(enabled.json()).toMatchObject({ webhook_status: "active" });
     expect(enabled.json()).not.toHaveProperty("webhook_secret");
     await afterAttempts(agent, await requestTest(agent), 1);
+  });
+});
+
+describe("a crash between recording and storing a secret (issue 23)", () => {
+  it("a rotation recorded whose request never made its secret current: the rotations reactor does, as the log says", async () => {
+    const p = await hookedParties(receiver.url);
+    const old = p.alice.webhook_secret;
+    const secrets = t.service.webhookDeps.webhookSecrets;
+    const promote = secrets.promote.bind(secrets);
+    let skipped = 0;
+    secrets.promote = async (...rotation) => {
+      // The request's own step, which a crash right after the rotation was recorded never runs.
+      if (new Error().stack?.includes("rotateWebhookSecret")) {
+        skipped++;
+        return;
+      }
+      await promote(...rotation);
+    };
+    try {
+      const rotated = await t.call("POST", `/v1/agents/${p.alice.id}/webhook-secret`, { key: p.apiKey });
+      expect(rotated.statusCode, rotated.body).toBe(200);
+      expect(skipped).toBe(1);
+      const fresh = rotated.json().webhook_secret as string;
+      let signed: Awaited<ReturnType<typeof testSignatures>> | undefined;
+      await waitUntil(
+        async () => {
+          signed = await testSignatures(p.apiKey, p.alice.id);
+          return signed.header.length === 2;
+        },
+        "messages signed by two secrets",
+        20_000,
+      );
+      expect(signed?.header).toEqual([signed?.expected(fresh), signed?.expected(old)]);
+    } finally {
+      secrets.promote = promote;
+    }
+  });
+
+  it("a webhook whose first secret was lost: attempts say how to recover, and a PATCH with the URL answers one that signs", async () => {
+    const account = await t.newAccount();
+    const secrets = t.service.webhookDeps.webhookSecrets;
+    const issue = secrets.issue.bind(secrets);
+    // Registration recorded, then the process died before the secret was stored.
+    secrets.issue = async () => null;
+    let agent: Awaited<ReturnType<typeof hooked>>;
+    try {
+      agent = await hooked(account.apiKey, "lost", receiver.url);
+    } finally {
+      secrets.issue = issue;
+    }
+    expect(agent.webhook_secret ?? null, "no secret came back").toBeNull();
+    const messageId = await requestTest({ key: account.apiKey, id: agent.id });
+    const failed = await afterAttempts({ key: account.apiKey, id: agent.id }, messageId, 1);
+    expect(failed.attempts[0]?.error).toBe("no signing secret: set the webhook_url again");
+
+    const patched = await t.call("PATCH", `/v1/agents/${agent.id}`, {
+      key: account.apiKey,
+      body: { webhook_url: receiver.url },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const secret = patched.json().webhook_secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    const signed = await testSignatures(account.apiKey, agent.id);
+    expect(signed.header).toEqual([signed.expected(secret)]);
   });
 });

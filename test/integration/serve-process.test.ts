@@ -4,7 +4,7 @@ import http from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, randomPublicKey } from "../support/app.js";
 import { tempDir } from "../support/databases.js";
-import { ServerProcess } from "../support/server-process.js";
+import { json, ServerProcess } from "../support/server-process.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -20,18 +20,6 @@ interface LogLine {
   request_id?: string;
   req?: { method?: string; url?: string };
   res?: { statusCode?: number };
-}
-
-async function json<T>(server: ServerProcess, method: string, path: string, token: string, body?: unknown) {
-  const response = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as T };
 }
 
 /** An account with two connected agents; returns its API key. */

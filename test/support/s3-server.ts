@@ -1,5 +1,5 @@
-import { createReadStream } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { createReadStream, existsSync } from "node:fs";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -25,13 +25,20 @@ interface FilesystemStore {
     key: string,
     options?: { start?: number; end?: number },
   ): Promise<StoredObject | null>;
-  getResourcePath(bucket: string, key: string, resource: "object"): string;
+  getResourcePath(bucket: string, key: string | undefined, resource: "object" | "uploads"): string;
 }
 
-type KoaMiddleware = (
-  ctx: { path: string; headers: object; method: string; query: Record<string, unknown> },
-  next: () => Promise<void>,
-) => Promise<void>;
+interface KoaContext {
+  method: string;
+  path: string;
+  headers: object;
+  query: Record<string, string | string[] | undefined>;
+  status: number;
+  type: string;
+  body: unknown;
+}
+
+type KoaMiddleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
 
 interface SignatureV4 {
   getStringToSign(
@@ -105,10 +112,52 @@ function fixFirstByteRange(store: FilesystemStore): void {
   };
 }
 
+const xml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/**
+ * The two multipart calls s3rver lacks, over its own upload folders (`uploads/{id}/key` names the
+ * object): AbortMultipartUpload (`DELETE /bucket/key?uploadId=`: 204, or 404 NoSuchUpload) and
+ * ListMultipartUploads (`GET /bucket?uploads&prefix=`, one page). They skip the signature check.
+ */
+function multipartUploadCalls(store: FilesystemStore): KoaMiddleware {
+  const folder = (bucket: string) => store.getResourcePath(bucket, undefined, "uploads");
+  return async (ctx, next) => {
+    const [, bucket = "", ...rest] = ctx.path.split("/");
+    const key = decodeURIComponent(rest.join("/"));
+    const uploadId = ctx.query.uploadId;
+    if (ctx.method === "DELETE" && key && typeof uploadId === "string") {
+      const dir = join(folder(bucket), uploadId);
+      if (!/^[0-9a-f]+$/.test(uploadId) || !existsSync(dir)) {
+        ctx.status = 404;
+        ctx.type = "application/xml";
+        ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>`;
+        return;
+      }
+      await rm(dir, { recursive: true, force: true });
+      ctx.status = 204;
+      return;
+    }
+    if (ctx.method === "GET" && !key && "uploads" in ctx.query) {
+      const prefix = typeof ctx.query.prefix === "string" ? ctx.query.prefix : "";
+      const uploads: string[] = [];
+      for (const id of existsSync(folder(bucket)) ? await readdir(folder(bucket)) : []) {
+        const named = await readFile(join(folder(bucket), id, "key"), "utf8").catch(() => null);
+        if (named?.startsWith(prefix))
+          uploads.push(`<Upload><Key>${xml(named)}</Key><UploadId>${id}</UploadId></Upload>`);
+      }
+      ctx.type = "application/xml";
+      ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<ListMultipartUploadsResult><Bucket>${xml(bucket)}</Bucket><Prefix>${xml(prefix)}</Prefix><IsTruncated>false</IsTruncated>${uploads.join("")}</ListMultipartUploadsResult>`;
+      return;
+    }
+    await next();
+  };
+}
+
 /**
  * An S3-compatible server in this process on 127.0.0.1 and a free port, storing under a temp dir,
- * with one bucket (or none yet, with `createBucket: false`). It verifies SigV4 signatures (headers and presigned query), and does multipart
- * uploads and Range; it has no AbortMultipartUpload or ListMultipartUploads.
+ * with one bucket (or none yet, with `createBucket: false`). It verifies SigV4 signatures (headers
+ * and presigned query), and does multipart uploads (AbortMultipartUpload and ListMultipartUploads
+ * added here) and Range.
  */
 export async function startS3Server(
   bucket = "handoff-test",
@@ -132,7 +181,7 @@ export async function startS3Server(
     requestPaths.set(ctx.headers, ctx.path);
     await next();
     if (ctx.method === "PUT" && ctx.query.partNumber !== undefined) parts++;
-  });
+  }, multipartUploadCalls(server.store));
   try {
     const { port } = await server.run();
     return {

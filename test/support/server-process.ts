@@ -70,6 +70,25 @@ export class ServerProcess {
   }
 }
 
+/** One JSON request to the server process with a bearer token; answers its status and parsed body. */
+export async function json<T = Record<string, unknown>>(
+  server: ServerProcess,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+) {
+  const response = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: (await response.json()) as T };
+}
+
 /** Runs a `handoff` CLI command to completion. */
 export function runCli(args: string[], env: Record<string, string>) {
   return spawnSync(process.execPath, [...CLI, ...args], {

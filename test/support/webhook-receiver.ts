@@ -1,4 +1,5 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type RequestListener, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 
 export interface Received {
@@ -15,7 +16,7 @@ export interface Received {
 /** What the receiver does with a request: answer a status (and headers), or say nothing at all. */
 export type Answer = { status: number; headers?: Record<string, string> } | "hang";
 
-/** A webhook endpoint on 127.0.0.1 that records every request and answers as told. */
+/** A webhook endpoint (on 127.0.0.1 unless told) that records every request and answers as told. */
 export interface Receiver {
   url: string;
   received: Received[];
@@ -26,7 +27,15 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(path = "/hook"): Promise<Receiver> {
+export interface ReceiverPlace {
+  /** The address it listens on and its URL names (default 127.0.0.1). */
+  host?: string;
+  /** Serves https:// with this key and certificate (PEM) instead of http://. */
+  tls?: { key: string; cert: string };
+}
+
+export async function startReceiver(path = "/hook", place: ReceiverPlace = {}): Promise<Receiver> {
+  const host = place.host ?? "127.0.0.1";
   const hanging = new Set<ServerResponse>();
   const receiver: Receiver = {
     url: "",
@@ -39,7 +48,7 @@ export async function startReceiver(path = "/hook"): Promise<Receiver> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-  const server = createServer((request, response) => {
+  const handle: RequestListener = (request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
@@ -59,9 +68,11 @@ export async function startReceiver(path = "/hook"): Promise<Receiver> {
       received.answered = answer.status;
       response.writeHead(answer.status, answer.headers).end("ok");
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
+  };
+  const server = place.tls ? createTlsServer(place.tls, handle) : createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const scheme = place.tls ? "https" : "http";
+  receiver.url = `${scheme}://${host}:${(server.address() as AddressInfo).port}${path}`;
   return receiver;
 }
 

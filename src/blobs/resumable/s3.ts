@@ -6,6 +6,7 @@ import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
@@ -165,6 +166,9 @@ export class S3ResumableStore implements ResumableStore {
       );
       state.uploadId = created.UploadId ?? null;
       if (!state.uploadId) throw new Error("S3 answered CreateMultipartUpload without an UploadId");
+      // Committed before its first part: whatever happens next (a crash mid-request), the purge
+      // of this upload finds the multipart upload to abort. No part or tail changed yet.
+      await this.writeState(target.key, state);
     }
     const number = state.parts.length + 1;
     const uploaded = await this.client.send(
@@ -211,11 +215,14 @@ export class S3ResumableStore implements ResumableStore {
   }
 
   /**
-   * Drops what a refused request stored: nothing of it was committed, and a multipart upload it
-   * began is aborted (parts it added to an older one are replaced by the next request's).
+   * Drops what a refused request stored: nothing of it was committed but a multipart upload it
+   * began, which is aborted and the state before it restored (parts it added to an older one are
+   * replaced by the next request's).
    */
   private async forget(target: UploadTarget, before: UploadState, working: UploadState): Promise<void> {
-    if (!before.uploadId && working.uploadId) await this.discardUpload(target.key, working.uploadId);
+    if (before.uploadId || !working.uploadId) return;
+    await this.discardUpload(target.key, working.uploadId);
+    await this.writeState(target.key, before);
   }
 
   /** Stores the whole file at its key: the last part and CompleteMultipartUpload, or one PUT when small. */
@@ -246,16 +253,49 @@ export class S3ResumableStore implements ResumableStore {
     return target.length;
   }
 
-  /** Aborts the multipart upload and deletes the tail and state objects. */
+  /**
+   * Aborts the key's multipart uploads, the state's and any S3 lists for it (one begun just before
+   * a crash, before its state was written), then deletes the tail and state objects. A failure
+   * leaves the state in place, so the next purge tries again.
+   */
   private async discard(key: string, state: UploadState | null): Promise<void> {
-    if (state?.uploadId) await this.discardUpload(key, state.uploadId);
+    const uploadIds = new Set(await this.multipartUploadsOf(key));
+    if (state?.uploadId) uploadIds.add(state.uploadId);
+    for (const uploadId of uploadIds) await this.discardUpload(key, uploadId);
     await this.deleteKeys(await this.objectsOf(key));
   }
 
   private async discardUpload(key: string, uploadId: string): Promise<void> {
-    await this.client
-      .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }))
-      .catch(() => {}); // already completed or aborted; a bucket lifecycle rule covers the rest
+    try {
+      await this.client.send(
+        new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }),
+      );
+    } catch (error) {
+      if (!isNotFound(error)) throw error; // NoSuchUpload: already completed or aborted
+    }
+  }
+
+  /** The ids of the multipart uploads in progress for exactly this key. */
+  private async multipartUploadsOf(key: string): Promise<string[]> {
+    const ids: string[] = [];
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: this.bucket,
+          Prefix: key,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
+      );
+      for (const upload of page.Uploads ?? [])
+        if (upload.Key === key && upload.UploadId) ids.push(upload.UploadId);
+      [keyMarker, uploadIdMarker] = page.IsTruncated
+        ? [page.NextKeyMarker, page.NextUploadIdMarker]
+        : [undefined, undefined];
+    } while (keyMarker);
+    return ids;
   }
 
   private async tailOf(key: string, state: UploadState): Promise<Buffer> {

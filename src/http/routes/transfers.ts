@@ -10,7 +10,7 @@ import { findConnectedAgentBySlug } from "../../queries/agents.js";
 import { verifiedAddressee } from "../../queries/humans.js";
 import { findVisibleTransfer, inboxPage, listTransfers } from "../../queries/transfers.js";
 import { followReadModels, waitForRows } from "../../read-models/long-poll.js";
-import { callerAccount } from "../auth.js";
+import { callerAccount, callerCredentialId } from "../auth.js";
 import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
 import { eventFrame, requireEventStream } from "../event-stream.js";
@@ -226,7 +226,7 @@ export function transferRoutes({
         requireEventStream(request.headers.accept);
         const inbox = await inboxOf(request, request.query.agent_id);
         let after = streamStart(request.headers["last-event-id"], request.query.after);
-        const stream = eventStreams.start(reply);
+        const stream = eventStreams.start(reply, callerCredentialId(request));
         // Each time the read models move: the inbox's rows past the last one sent, in order.
         const sendNew = async () => {
           for (;;) {
