@@ -108,11 +108,19 @@ function drawKeyArea(
   );
 }
 
+/** The newest draw of each list: an older one whose answer comes later must not draw over it. */
+const newestDraw = new WeakMap<HTMLElement, number>();
+
 async function drawTransfers(list: HTMLElement, key: ReceivingKey | null, pair: KeyPair | null) {
+  const draw = (newestDraw.get(list) ?? 0) + 1;
+  newestDraw.set(list, draw);
   const { transfers, total } = await api<{ transfers: Transfer[]; total: number }>(
     "/v1/transfers?direction=received&limit=100",
   );
-  const redraw = () => void drawTransfers(list, key, pair);
+  if (newestDraw.get(list) !== draw) return;
+  // Redrawn later (Refresh, a deletion), the list opens files with the key as it is by then:
+  // unlocked or locked since this draw.
+  const redraw = () => void drawTransfers(list, key, key ? unlockedKey(key.key_version) : null);
   const reload = h("button", { type: "button", class: "secondary", onclick: redraw }, "Refresh");
   replace(
     list,
