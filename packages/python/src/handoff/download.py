@@ -20,8 +20,8 @@ from urllib.parse import urlencode, urlsplit
 from .errors import HandoffError
 from .protocol import Answer, Attempt, NetworkFailure, Outcome
 
-#: Bytes asked of the socket buffer at a time: about what arrives between two reads.
-READ_BYTES = 64 * 1024
+#: Bytes read from the socket into the one buffer of a download, then given to the sink.
+READ_BYTES = 256 * 1024
 
 
 def proxied(url: str) -> bool:
@@ -59,9 +59,13 @@ def download(attempt: Attempt, timeout: float) -> Outcome:
                 return Answer(response.status, headers, response.read())
             except (OSError, http.client.HTTPException) as error:
                 return NetworkFailure(str(error) or type(error).__name__)
+        # One buffer for the whole body: a new bytes object per read is freed a moment later, and
+        # glibc's giving such memory back to the kernel and taking it again costs a page fault per
+        # 4 KiB (see RecordDecryptor). The sink is done with each view when it returns.
+        buffer = memoryview(bytearray(READ_BYTES))
         try:
-            while chunk := response.read1(READ_BYTES):
-                attempt.sink(chunk)
+            while size := response.readinto(buffer):
+                attempt.sink(buffer[:size])
             if response.length:  # the connection ended before Content-Length bytes
                 raise http.client.IncompleteRead(b"", response.length)
         except (OSError, http.client.HTTPException) as error:

@@ -24,8 +24,9 @@ BACKOFF_CAP_SECONDS = 8.0
 
 #: A body made afresh for each attempt (a retry sends identical bytes again).
 BodySource = Callable[[], Iterator[bytes]]
-#: Where a streamed answer's body goes, chunk by chunk, when the answer is a success.
-Sink = Callable[[bytes], None]
+#: Where a streamed answer's body goes, chunk by chunk, when the answer is a success. A chunk may
+#: be a view of a buffer the transport reuses for the next: the sink must not keep it.
+Sink = Callable[[bytes | memoryview], None]
 
 
 @dataclass

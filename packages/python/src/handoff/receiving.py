@@ -155,12 +155,13 @@ def _named(error: HandoffCryptoError, transfer_id: str, file_name: str) -> Hando
     return HandoffTransferError(error.code, f"{file_name}: {error.message}", transfer_id)
 
 
-#: Plaintext gathered before one write: one system call per MiB instead of one per record.
-WRITE_BATCH_BYTES = 1024 * 1024
-
-
 class FileSink:
-    """A download written to a new temporary file: decrypted (each record authenticated) and scanned."""
+    """A download written to a new temporary file: decrypted (each record authenticated) and scanned.
+
+    Each record's plaintext is written as it opens, from the decryptor's buffer: gathering records
+    for fewer, larger writes would need a new object or a copy per record, and 1 GiB in 64 KiB
+    writes cost the kernel about what it cost in 1 MiB writevs (0.21 s against 0.19 s).
+    """
 
     def __init__(
         self,
@@ -175,21 +176,19 @@ class FileSink:
         self._scan = scan
         self._on_bytes = on_bytes
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        self._batch: list[bytes] = []
-        self._batch_bytes = 0
 
-    def __call__(self, chunk: bytes) -> None:
+    def __call__(self, chunk: bytes | memoryview) -> None:
         if self._decryptor is None:
-            self._take(chunk)
+            self._take(memoryview(chunk))
             return
         for plaintext in self._decryptor.push(chunk):
             self._take(plaintext)
 
     def finish(self) -> None:
         if self._decryptor is not None:
-            for plaintext in self._decryptor.end():
-                self._take(plaintext)
-        self._write_batch()
+            last = self._decryptor.end()
+            if last:
+                self._take(last)
         self.close()
 
     def close(self) -> None:
@@ -197,26 +196,15 @@ class FileSink:
             os.close(self._fd)
             self._fd = None
 
-    def _take(self, plaintext: bytes) -> None:
+    def _take(self, plaintext: memoryview) -> None:
+        """Scans and writes ``plaintext`` before returning: its buffer is reused after."""
+        assert self._fd is not None
         self._scan.observe(plaintext)
-        self._batch.append(plaintext)
-        self._batch_bytes += len(plaintext)
-        if self._batch_bytes >= WRITE_BATCH_BYTES:
-            self._write_batch()
+        written = 0
+        while written < len(plaintext):  # again from where a short write stopped
+            written += os.write(self._fd, plaintext[written:])
         self.size += len(plaintext)
         self._on_bytes(self.size)
-
-    def _write_batch(self) -> None:
-        """One writev per batch, again from where a short write stopped."""
-        assert self._fd is not None
-        batch = self._batch
-        while batch:
-            written = os.writev(self._fd, batch)
-            while batch and written >= len(batch[0]):
-                written -= len(batch.pop(0))
-            if batch and written:
-                batch[0] = batch[0][written:]
-        self._batch_bytes = 0
 
 
 def _candidate_name(name: str, attempt: int) -> str:

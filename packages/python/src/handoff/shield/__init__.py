@@ -75,7 +75,9 @@ def shield_verdict(level: str, findings: list[Finding]) -> str:
 
 
 class FileScan(Protocol):
-    def observe(self, chunk: bytes) -> None: ...
+    def observe(self, chunk: bytes | memoryview) -> None:
+        """Sees the file's next bytes; must not keep ``chunk``, whose buffer the caller reuses."""
+        ...
 
     def finish(self, temp_path: str) -> ShieldResult: ...
 
@@ -97,10 +99,12 @@ class _StreamingFileScan:
         self._scanners: list[_ContentScanner] | None = None
         self._magic_types: list[KnownType] = []
 
-    def observe(self, chunk: bytes) -> None:
+    def observe(self, chunk: bytes | memoryview) -> None:
         if self._scanners is not None:
-            for scanner in self._scanners:
-                scanner.feed(chunk)
+            if self._scanners:
+                data = bytes(chunk)  # the scanners keep slices of what they see: not of a reused buffer
+                for scanner in self._scanners:
+                    scanner.feed(data)
             return
         take = min(len(chunk), self._head_size - len(self._head))
         self._head += chunk[:take]
@@ -190,7 +194,7 @@ class _StreamingFileScan:
 class _Unscanned:
     """``off`` reads no byte."""
 
-    def observe(self, chunk: bytes) -> None:
+    def observe(self, chunk: bytes | memoryview) -> None:
         pass
 
     def finish(self, temp_path: str) -> ShieldResult:
