@@ -8,9 +8,8 @@ import { type AgentWithAccount, visibleAgents } from "../queries/connections.js"
 /** How many answers each cache holds (the oldest go first). */
 const HELD = 10_000;
 /**
- * The categories of the frequent events none of the cached look-ups is built from: a transfer's
- * life, the sender's books and the webhook attempts (only the history shows those). Any other
- * event drops every cached answer.
+ * The categories of the events every request makes, which none of the cached look-ups is built
+ * from: a transfer's life and the sender's books. Any other event drops every cached answer.
  */
 const UNRELATED = new Set(["transfer", "usage"]);
 
