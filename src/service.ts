@@ -89,11 +89,12 @@ const systemResolver: Resolver = async (hostname) => {
 /** How long the webhook reactor waits for the read models it reads to reach an event. */
 const WEBHOOK_READ_MODEL_WAIT_MS = 30_000;
 /**
- * The webhook reactor's batches gather appends for this long under load, not a mail's 100 ms: a
- * message's time from commit to its receiver has a budget of 250 ms at p99 (issue 23), and this
- * wait is spent before it is even queued.
+ * The webhook reactor's batches gather appends for this long under load, as the projections'
+ * do, not a mail's 100 ms: a message's time from commit to its receiver has a budget of 250 ms at
+ * p99 (issue 23), and this wait is spent before it is even queued. Where no agent has a webhook,
+ * a batch costs no query (HotLookups.anyLiveWebhook).
  */
-const WEBHOOK_READ_INTERVAL_MS = 25;
+const WEBHOOK_READ_INTERVAL_MS = 10;
 
 /**
  * PGlite runs in this thread and no other process can write to it: every append wakes the
@@ -238,6 +239,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
         if (!(await engine.waitFor(position, WEBHOOK_READ_MODEL_WAIT_MS)))
           throw new Error(`the read models did not reach ${position}`);
       },
+      anyLiveWebhook: () => hot.anyLiveWebhook(),
       enqueued: () => webhooks.wake(),
     }),
     (error) => console.error("queueing a webhook message failed:", error),

@@ -38,3 +38,9 @@ export async function firstConnectedAgent(db: Knex, accountId: string): Promise<
     .orderBy([{ column: "created_at" }, { column: "id" }])
     .first();
 }
+
+/** Whether any agent, of any account, has a live webhook: when none has, no event makes a message. */
+export async function anyLiveWebhook(db: Knex): Promise<boolean> {
+  const row = await db("agents").where({ webhook_status: "active" }).whereNotNull("webhook_url").first("id");
+  return row !== undefined;
+}

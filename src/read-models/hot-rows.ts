@@ -2,7 +2,7 @@ import type { Knex } from "knex";
 import { categoryOf } from "../../domain/streams.js";
 import type { RecordedEvent } from "../eventstore/port.js";
 import type { PersonalData } from "../privacy/personal-data.js";
-import { type AgentRow, findConnectedAgentBySlug } from "../queries/agents.js";
+import { type AgentRow, anyLiveWebhook, findConnectedAgentBySlug } from "../queries/agents.js";
 import { type AgentWithAccount, visibleAgents } from "../queries/connections.js";
 
 /** How many answers each cache holds (the oldest go first). */
@@ -73,7 +73,8 @@ export class HotLookups implements ReadModelFollower {
   private readonly keys = new HotRows<LiveApiKey>();
   private readonly senders = new HotRows<AgentRow>();
   private readonly recipients = new HotRows<AgentWithAccount[]>();
-  private readonly all = [this.keys, this.senders, this.recipients];
+  private readonly webhooks = new HotRows<{ any: boolean }>();
+  private readonly all = [this.keys, this.senders, this.recipients, this.webhooks];
 
   constructor(
     private readonly db: Knex,
@@ -99,6 +100,15 @@ export class HotLookups implements ReadModelFollower {
       return agents.length > 0 ? agents : undefined;
     });
     return found ?? [];
+  }
+
+  /**
+   * Whether any agent has a live webhook, asked by the webhook reactor for every batch: on a
+   * service where none has, its batches then read nothing more (an agent's event drops the answer).
+   */
+  async anyLiveWebhook(): Promise<boolean> {
+    const found = await this.webhooks.get("any", async () => ({ any: await anyLiveWebhook(this.db) }));
+    return found?.any ?? false;
   }
 
   following(live: boolean): void {

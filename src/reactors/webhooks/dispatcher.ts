@@ -114,14 +114,20 @@ export class WebhookDispatcher {
 
   private launch(message: ClaimedMessage): void {
     this.inFlight.set(message.agent_id, (this.inFlight.get(message.agent_id) ?? 0) + 1);
-    const attempt = this.attempt(message)
+    let slotFreed = false;
+    const freeSlot = () => {
+      if (slotFreed) return;
+      slotFreed = true;
+      const left = (this.inFlight.get(message.agent_id) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(message.agent_id, left);
+      else this.inFlight.delete(message.agent_id);
+      this.wake();
+    };
+    const attempt = this.attempt(message, freeSlot)
       .catch(this.deps.onError)
       .finally(() => {
-        const left = (this.inFlight.get(message.agent_id) ?? 1) - 1;
-        if (left > 0) this.inFlight.set(message.agent_id, left);
-        else this.inFlight.delete(message.agent_id);
+        freeSlot();
         this.attempts.delete(attempt);
-        this.wake();
       });
     this.attempts.add(attempt);
   }
@@ -153,7 +159,13 @@ export class WebhookDispatcher {
     return postMessage(message.url, headers, body, this.deps.policy, this.deps.attemptTimeoutMs);
   }
 
-  private async attempt(message: ClaimedMessage): Promise<void> {
+  /**
+   * Sends one message and records the attempt. `settled` is called once its row is settled: the
+   * agent's next message may go from then on (a first attempt waits for the one before it, so
+   * that a receiver hears an agent's messages in log order), and what follows (the endpoint's
+   * failure streak) need not hold it back.
+   */
+  private async attempt(message: ClaimedMessage, settled: () => void): Promise<void> {
     const { clock, db, commands } = this.deps;
     const at = clock.now();
     const result = await this.send(message, at);
@@ -174,6 +186,7 @@ export class WebhookDispatcher {
       nextAttemptAt: outcome.nextAttemptAt,
     });
     await settleAttempt(db, message.message_id, attempt, { ...outcome, scheduled: !message.one_more });
+    settled();
     const failingSince = await noteEndpointResult(db, message.agent_id, delivered, at);
     if (!delivered && failingSince && failedTooLong(failingSince.toISOString(), at))
       await disableWebhook(commands, message.account_id, message.agent_id, failingSince.toISOString());

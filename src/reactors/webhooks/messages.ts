@@ -17,6 +17,8 @@ export interface WebhookMessagesDeps {
   publicBaseUrl: string;
   /** Resolves once the read models have applied `position` (the messages read them). */
   readModelsAt(position: string): Promise<void>;
+  /** Whether any agent has a live webhook now, as the read models show it (cheap: remembered). */
+  anyLiveWebhook(): Promise<boolean>;
   /** Told when messages were stored, so this instance's dispatcher looks at once. */
   enqueued(): void;
 }
@@ -174,6 +176,7 @@ export function webhookMessages(deps: WebhookMessagesDeps) {
     const last = relevant.at(-1);
     if (!last) return false;
     await deps.readModelsAt(last.position);
+    if (!(await deps.anyLiveWebhook())) return false;
     const rows = await rowsFor(deps.db, relevant);
     const messages = relevant.flatMap((recorded): NewWebhookMessage[] => {
       const made = messagesOf(deps, rows, recorded);
