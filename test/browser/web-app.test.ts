@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createIdentity, HandoffClient } from "@handoff/sdk";
-import type { Locator, Page } from "playwright-core";
+import type { Locator, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildWebApp } from "../../web/build.js";
 import { waitUntil } from "../http/transfer-helpers.js";
@@ -613,6 +613,47 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     for (const [name, bytes] of Object.entries(files))
       expect((await saved.get(savedAs[name] as string))?.equals(bytes), name).toBe(true);
 
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("keeps the list an unlock drew, even when an older draw of it answers later", async () => {
+    const file = join(work.path, "late-draw.txt");
+    writeFileSync(file, "drawn once\n");
+    const sent = await agent.send({ to: PERSON, paths: [file] });
+    await page.goto(`${baseUrl}/inbox`);
+    await until(page, page.getByRole("heading", { name: "Unlock your files" }));
+
+    // A Refresh while locked asks for the list; its answer is held back until after the unlock.
+    const isList = (url: URL) =>
+      url.pathname === "/v1/transfers" && url.searchParams.get("direction") === "received";
+    let releaseHeld = () => {};
+    const held = new Promise<void>((resolve) => {
+      releaseHeld = resolve;
+    });
+    let heldRequest: Request | null = null;
+    await page.route(isList, async (route) => {
+      if (heldRequest) return route.continue();
+      heldRequest = route.request();
+      await held;
+      await route.continue();
+    });
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await waitUntil(() => heldRequest !== null, "the Refresh's request for the list");
+
+    await page.getByLabel("Receiving password").fill(RECEIVING_PASSWORD);
+    await page.getByRole("button", { name: "Unlock" }).click();
+    await until(page, page.getByText("Unlocked in this tab"));
+    const download = page
+      .locator(`[data-transfer="${sent.id}"]`)
+      .getByRole("button", { name: "Download", exact: true });
+    await waitUntil(() => download.isEnabled(), "the unlocked list's Download button");
+
+    // The older draw's answer arrives last: drawn over the unlocked list, its buttons would be disabled.
+    releaseHeld();
+    await (heldRequest as Request | null)?.response();
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 300)));
+    expect(await download.isEnabled()).toBe(true);
+    await page.unroute(isList);
     expect(consoleErrors).toEqual([]);
   });
 
