@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../http/transfer-helpers.js";
 import { ADMIN_TOKEN } from "../support/app.js";
 import { freshPostgres, postgresServer } from "../support/databases.js";
-import { freePort, ServerProcess } from "../support/server-process.js";
+import { freePort, json, ServerProcess } from "../support/server-process.js";
 import { startReceiver } from "../support/webhook-receiver.js";
 import { handoff, tempDir } from "./support.js";
 
@@ -46,17 +46,8 @@ describe("handoff account commands against a running server", () => {
   };
   const okJson = async (args: string[]) => JSON.parse((await ok(args)).stdout) as Json;
 
-  async function admin(method: string, path: string, body?: unknown): Promise<Json> {
-    const response = await fetch(`${server.baseUrl}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${ADMIN_TOKEN}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return (await response.json()) as Json;
-  }
+  const admin = async (method: string, path: string, body?: unknown): Promise<Json> =>
+    (await json<Json>(server, method, path, ADMIN_TOKEN, body)).body;
 
   async function identity(slug: string): Promise<string> {
     const path = join(work.path, `${slug}.json`);
