@@ -274,15 +274,22 @@ export class FileSystemBlobStore implements BlobStore {
     if (!file) return null;
     try {
       const { size } = await file.stat();
+      const span = (range?: ByteRange) => {
+        const start = range?.start ?? 0;
+        return { start, end: Math.max(Math.min(range?.end ?? size - 1, size - 1), 0) };
+      };
       return {
         size,
         // An end keeps each read to what is left: without one a 1 KiB file still gets a 1 MiB buffer.
-        read: async (range) =>
-          file.createReadStream({
-            start: range?.start ?? 0,
-            end: Math.max(Math.min(range?.end ?? size - 1, size - 1), 0),
-            highWaterMark: STREAM_CHUNK,
-          }),
+        read: async (range) => file.createReadStream({ ...span(range), highWaterMark: STREAM_CHUNK }),
+        bytes: async (range) => {
+          try {
+            const { start, end } = span(range);
+            return await readExactly(file, start, size === 0 ? 0 : end - start + 1);
+          } finally {
+            await file.close();
+          }
+        },
         close: () => file.close(),
       };
     } catch (error) {
@@ -452,4 +459,16 @@ export class FileSystemBlobStore implements BlobStore {
 
 function isMissing(error: NodeJS.ErrnoException): boolean {
   return error.code === "ENOENT" || error.code === "ENOTDIR";
+}
+
+/** `length` bytes of an open file from `position`; fewer only when the file ends first. */
+async function readExactly(file: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let filled = 0;
+  while (filled < length) {
+    const { bytesRead } = await file.read(buffer, filled, length - filled, position + filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return buffer.subarray(0, filled);
 }

@@ -48,6 +48,11 @@ export interface OpenedBlob {
   size: number;
   /** Streams the blob, or the inclusive range `start`–`end` of it: the start inside it, the end clamped to its size. */
   read(range?: ByteRange): Promise<Readable>;
+  /**
+   * The same bytes as `read`, whole in memory, and the blob closed: for a small blob, where a
+   * stream's machinery costs more than its bytes.
+   */
+  bytes(range?: ByteRange): Promise<Buffer>;
   /** Lets go of a blob that will not be read. */
   close(): Promise<void>;
 }

@@ -195,7 +195,12 @@ export class S3BlobStore implements BlobStore {
   async open(key: string): Promise<OpenedBlob | null> {
     const stat = await this.stat(key);
     if (!stat) return null;
-    return { size: stat.size, read: (range) => this.get(key, range), close: async () => {} };
+    return {
+      size: stat.size,
+      read: (range) => this.get(key, range),
+      bytes: async (range) => Buffer.concat(await (await this.get(key, range)).toArray()),
+      close: async () => {},
+    };
   }
 
   async stat(key: string): Promise<{ size: number } | null> {

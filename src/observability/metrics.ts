@@ -98,7 +98,17 @@ export function meteredBlobStore(store: BlobStore): BlobStore {
     get: async (key, range) => metered(await store.get(key, range)),
     async open(key) {
       const blob = await store.open(key);
-      return blob && { ...blob, read: async (range) => metered(await blob.read(range)) };
+      return (
+        blob && {
+          ...blob,
+          read: async (range) => metered(await blob.read(range)),
+          bytes: async (range) => {
+            const bytes = await blob.bytes(range);
+            downloadedBytes.inc(bytes.length);
+            return bytes;
+          },
+        }
+      );
     },
     stat: (key) => store.stat(key),
     delete: (keys) => store.delete(keys),

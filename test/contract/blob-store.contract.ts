@@ -59,6 +59,12 @@ function generated(size: number, failWith: Error | null = null) {
   return { stream, made };
 }
 
+/** An opened blob that must be there. */
+function opened(blob: OpenedBlob | null): OpenedBlob {
+  if (!blob) throw new Error("the blob is missing");
+  return blob;
+}
+
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
@@ -186,6 +192,9 @@ export function blobStoreContract(
         await readAll(await (ranged as OpenedBlob).read({ start: 65_530, end: 80_000 })),
         data.subarray(65_530),
       );
+      same(await opened(await store.open(k)).bytes(), data);
+      same(await opened(await store.open(k)).bytes({ start: 65_530, end: 80_000 }), data.subarray(65_530));
+      same(await opened(await store.open(k)).bytes({ start: 10, end: 19 }), data.subarray(10, 20));
       // Opened and let go unread: the key can still be replaced and deleted.
       await (await store.open(k))?.close();
       await store.delete([k]);

@@ -20,6 +20,11 @@ const goneWhenMissing = (error: unknown): never => {
 };
 /** Statuses whose files a download link serves: the last counted download's links included. */
 const DOWNLOADABLE: TransferStatus[] = ["active", "downloaded"];
+/**
+ * Files up to this size are read whole and sent as one buffer: most handoffs are small, and for
+ * them a stream's machinery cost several times the bytes (issue 21). Larger ones stream.
+ */
+const WHOLE_IN_MEMORY = 64 * 1024;
 const invalidLink = () => new HttpError(403, "FORBIDDEN", "this link is invalid or has expired");
 
 /** `bytes=a-b`, `bytes=a-` or `bytes=-n` against a blob of `size` bytes; null for no (usable) Range. */
@@ -119,9 +124,10 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
           reply.header("content-range", `bytes */${blob.size}`);
           throw new HttpError(416, "RANGE_NOT_SATISFIABLE", `the file has ${blob.size} bytes`);
         }
-        const empty = blob.size === 0;
-        if (empty) await blob.close();
-        const body = empty ? "" : await blob.read(range ?? undefined).catch(goneWhenMissing);
+        const small = blob.size <= WHOLE_IN_MEMORY;
+        const body = await (small ? blob.bytes(range ?? undefined) : blob.read(range ?? undefined)).catch(
+          goneWhenMissing,
+        );
         reply
           .header("accept-ranges", "bytes")
           // Types stored before they were checked (or by S3 clients) must not break the answer.
