@@ -20,6 +20,7 @@ interface LogLine {
   request_id?: string;
   req?: { method?: string; url?: string };
   res?: { statusCode?: number };
+  responseTime?: number;
 }
 
 /** An account with two connected agents; returns its API key. */
@@ -169,9 +170,10 @@ describe("handoff serve", () => {
         .filter(Boolean)
         .map((line) => JSON.parse(line) as LogLine);
       const traced = lines.filter((line) => line.request_id === "trace-me-7");
-      expect(traced.map((line) => line.msg)).toEqual(["incoming request", "request completed"]);
+      expect(traced.map((line) => line.msg)).toEqual(["request completed"]);
       expect(traced[0]?.req).toMatchObject({ method: "GET", url: "/v1/transfers" });
-      expect(traced[1]?.res).toMatchObject({ statusCode: 200 });
+      expect(traced[0]?.res).toMatchObject({ statusCode: 200 });
+      expect(traced[0]?.responseTime).toBeGreaterThan(0);
       const fileLines = lines.filter((line) => line.req?.url?.startsWith("/v1/files/"));
       expect(fileLines[0]?.req?.url).toBe("/v1/files/[redacted]?token=%5Bredacted%5D");
       expect(server.log).not.toContain(apiKey);
