@@ -24,11 +24,11 @@ import type { RateLimitCounter } from "./rate-limits/counter.js";
 import { FallbackCounter } from "./rate-limits/fallback.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
 import { RedisCounter } from "./rate-limits/redis.js";
-import { peopleMailer } from "./reactors/people-mail.js";
+import { MAILED_EVENTS, peopleMailer } from "./reactors/people-mail.js";
 import { oneByOne, Reactor } from "./reactors/reactor.js";
 import { WebhookDispatcher } from "./reactors/webhooks/dispatcher.js";
-import { webhookMessages } from "./reactors/webhooks/messages.js";
-import { webhookRotations } from "./reactors/webhooks/rotations.js";
+import { WEBHOOK_SOURCE_EVENTS, webhookMessages } from "./reactors/webhooks/messages.js";
+import { ROTATION_EVENTS, webhookRotations } from "./reactors/webhooks/rotations.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { HotLookups } from "./read-models/hot-rows.js";
 import { HeldContentKeys } from "./security/at-rest.js";
@@ -198,6 +198,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
       }),
     ),
     (error) => console.error("sending an e-mail failed:", error),
+    { types: MAILED_EVENTS },
   );
   // Redis is optional at run time: a server starts, and keeps answering, while it is away.
   const rateLimits: RateLimitCounter = config.redisUrl
@@ -243,7 +244,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
       enqueued: () => webhooks.wake(),
     }),
     (error) => console.error("queueing a webhook message failed:", error),
-    WEBHOOK_READ_INTERVAL_MS,
+    { intervalMs: WEBHOOK_READ_INTERVAL_MS, types: WEBHOOK_SOURCE_EVENTS },
   );
   const rotationsReactor = new Reactor(
     "webhook-rotations",
@@ -251,6 +252,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     db,
     webhookRotations((...rotation) => webhookSecrets.promote(...rotation)),
     (error) => console.error("making a rotated webhook secret current failed:", error),
+    { types: ROTATION_EVENTS },
   );
   if (options.runProjections ?? true) {
     await engine.start();

@@ -1,10 +1,4 @@
-import {
-  isAfter,
-  type Position,
-  type RecordedEvent,
-  type SubscribeOptions,
-  type Subscription,
-} from "./port.js";
+import { isAfter, type LogPage, type Position, type SubscribeOptions, type Subscription } from "./port.js";
 
 /**
  * Wakes sleepers when this process appends (or, on PostgreSQL, hears of another's), so
@@ -70,9 +64,12 @@ const EAGER_REREADS = 8;
  */
 const BUSY_READ_INTERVAL_MS = 4;
 
-/** A catch-up subscription built on `readAll`: reads batch after batch, then waits for more. */
+/**
+ * A catch-up subscription built on reads of the global log (`read`: up to `limit` events after
+ * `from`, of `types` when given): reads batch after batch, then waits for more.
+ */
 export function pollingSubscription(
-  readAll: (from: Position | null, limit: number) => Promise<RecordedEvent[]>,
+  read: (from: Position | null, limit: number, types?: readonly string[]) => Promise<LogPage>,
   signal: AppendSignal,
   options: SubscribeOptions,
   idlePollMs = DEFAULT_IDLE_POLL_MS,
@@ -100,13 +97,13 @@ export function pollingSubscription(
         let announced = signal.generation;
         const unplacedBefore = signal.unplaced;
         lastRead = Date.now();
-        const batch = await readAll(position, batchSize);
+        const page = await read(position, batchSize, options.types);
         if (!running) break;
-        if (batch.length > 0) {
-          await options.handle(batch);
-          position = batch[batch.length - 1]?.position ?? position;
+        if (page.scanned > 0) {
+          if (page.events.length > 0) await options.handle(page.events);
+          position = page.last ?? position;
           // A full batch means more is waiting; otherwise read again only once told of an append.
-          if (batch.length === batchSize) continue;
+          if (page.scanned === batchSize) continue;
         } else if (eager > 0 && (blind || behind())) {
           eager--;
           await paced(lastRead);

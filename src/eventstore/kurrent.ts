@@ -27,6 +27,7 @@ import {
   type ExpectedVersion,
   NO_STREAM,
   type Position,
+  pageOf,
   type RecordedEvent,
   type StreamAppend,
   type StreamRead,
@@ -298,7 +299,11 @@ export class KurrentEventStore implements EventStore {
   }
 
   subscribe(options: SubscribeOptions): Subscription {
-    return pollingSubscription((from, limit) => this.readAll(from, limit), this.signal, options);
+    return pollingSubscription(
+      async (from, limit, types) => pageOf(await this.readAll(from, limit), types),
+      this.signal,
+      options,
+    );
   }
 
   /** Other clients' appends are not announced to this one: remembered states are never trusted unread. */

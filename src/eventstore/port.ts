@@ -55,6 +55,30 @@ export interface SubscribeOptions {
    * subscriber that need not keep up closely reads the appends of a longer while at once.
    */
   readIntervalMs?: number;
+  /**
+   * Only events of these types are handed to `handle`; the subscription moves past the others
+   * without reading their data. Default: every event. A reactor that acts on a few types of a busy
+   * log would otherwise parse every event the projections already parse.
+   */
+  types?: readonly string[];
+}
+
+/** What one read of the global log found: the events asked for, and how far it looked. */
+export interface LogPage {
+  events: RecordedEvent[];
+  /** Events looked at, handed over or not: as many as the limit means more may be waiting. */
+  scanned: number;
+  /** The position of the last event looked at; null when there was none. */
+  last: Position | null;
+}
+
+/** A page of every event read (readAll), narrowed to `types` when given. */
+export function pageOf(events: RecordedEvent[], types?: readonly string[]): LogPage {
+  return {
+    events: types ? events.filter((event) => types.includes(event.type)) : events,
+    scanned: events.length,
+    last: events.at(-1)?.position ?? null,
+  };
 }
 
 export interface StreamRead {

@@ -10,6 +10,7 @@ import {
   type EventStore,
   type EventToAppend,
   type ExpectedVersion,
+  type LogPage,
   NO_STREAM,
   type Position,
   type RecordedEvent,
@@ -62,6 +63,14 @@ function toRecorded(row: EventRow): RecordedEvent {
 // transaction_id sort as text ("1000" before "757") instead of by transaction id.
 const EVENT_COLUMNS =
   "global_position, transaction_id::text as transaction_text, event_id, stream_id, revision, type, data, metadata";
+/**
+ * The same, with data and metadata only for the types named by the two bindings that lead the
+ * query's (each the types joined by commas: knex would spread an array binding into a list).
+ */
+const TYPED_EVENT_COLUMNS =
+  "global_position, transaction_id::text as transaction_text, event_id, stream_id, revision, type, " +
+  "case when type = any(string_to_array(?, ',')) then data end as data, " +
+  "case when type = any(string_to_array(?, ',')) then metadata end as metadata";
 
 /**
  * The event store on PostgreSQL, through knex: the same code runs on a pg pool and on PGlite.
@@ -145,16 +154,30 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readAll(from: Position | null, limit: number): Promise<RecordedEvent[]> {
+    return (await this.readPage(from, limit)).events;
+  }
+
+  /**
+   * Up to `limit` events after `from`, as readAll; with `types`, the others come back without
+   * their data (no JSON to send or parse), only to say how far the read looked.
+   */
+  private async readPage(from: Position | null, limit: number, types?: readonly string[]): Promise<LogPage> {
     const [transactionId, globalPosition] = decodePosition(from);
+    const columns = types ? TYPED_EVENT_COLUMNS : EVENT_COLUMNS;
     const rows = await this.db.raw<{ rows: EventRow[] }>(
-      `select ${EVENT_COLUMNS} from events
+      `select ${columns} from events
         where (transaction_id, global_position) > (?::xid8, ?::bigint)
           and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         order by transaction_id, global_position
         limit ?`,
-      [transactionId, globalPosition, limit],
+      [...(types ? [types.join(","), types.join(",")] : []), transactionId, globalPosition, limit],
     );
-    return rows.rows.map(toRecorded);
+    const last = rows.rows.at(-1);
+    return {
+      events: (types ? rows.rows.filter((row) => types.includes(row.type)) : rows.rows).map(toRecorded),
+      scanned: rows.rows.length,
+      last: last ? encodePosition(last.transaction_text, last.global_position) : null,
+    };
   }
 
   async headPosition(): Promise<Position | null> {
@@ -180,7 +203,7 @@ export class PostgresEventStore implements EventStore {
 
   subscribe(options: SubscribeOptions): Subscription {
     return pollingSubscription(
-      (from, limit) => this.readAll(from, limit),
+      (from, limit, types) => this.readPage(from, limit, types),
       this.signal,
       options,
       this.idlePollMs,

@@ -146,6 +146,14 @@ async function linkMail<Data extends LinkRequested["data"]>(
   return write(deps, idOf(recorded.streamId), data);
 }
 
+/** The events an e-mail to people can come from: mailFor answers null for every other. */
+export const MAILED_EVENTS: readonly string[] = [
+  "EmailVerificationRequested",
+  "PasswordResetRequested",
+  "TransferCreated",
+  "ContentKeyWrapped",
+];
+
 /** The e-mail an event calls for, or null. */
 async function mailFor(deps: PeopleMailDeps, recorded: RecordedEvent): Promise<Email | null> {
   const at = deps.clock.now();

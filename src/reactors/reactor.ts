@@ -19,6 +19,14 @@ export function oneByOne(react: (event: RecordedEvent) => Promise<boolean>) {
   };
 }
 
+/** How a reactor reads the log. */
+export interface ReactorReading {
+  /** How long a batch gathers appends under load (DEFAULT_READ_INTERVAL_MS): what its effect may lag behind them. */
+  intervalMs?: number;
+  /** The only event types it acts on: the others are passed over unread (SubscribeOptions.types). */
+  types?: readonly string[];
+}
+
 /**
  * Runs a side effect (an e-mail) once per event, from a checkpoint kept beside the projections'.
  * Unlike a projection it is never rebuilt, and it starts at the head of the log the first time it
@@ -36,8 +44,7 @@ export class Reactor {
     /** Acts on a batch of events, in log order; true when it did something (see `oneByOne`). */
     private readonly react: (batch: RecordedEvent[]) => Promise<boolean>,
     private readonly onError: (error: unknown) => void,
-    /** How long a batch gathers appends under load (DEFAULT_READ_INTERVAL_MS): what its effect may lag behind them. */
-    private readonly readIntervalMs = DEFAULT_READ_INTERVAL_MS,
+    private readonly reading: ReactorReading = {},
   ) {}
 
   private get checkpointName(): string {
@@ -49,7 +56,8 @@ export class Reactor {
     let unsaved = 0;
     this.subscription = this.store.subscribe({
       from,
-      readIntervalMs: this.readIntervalMs,
+      readIntervalMs: this.reading.intervalMs ?? DEFAULT_READ_INTERVAL_MS,
+      ...(this.reading.types ? { types: this.reading.types } : {}),
       handle: async (batch) => {
         const acted = await this.react(batch);
         unsaved += batch.length;

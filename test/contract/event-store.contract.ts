@@ -223,6 +223,39 @@ export function eventStoreContract(
       }
     });
 
+    it("hands a subscriber only the types it asks for, with their data, and goes on past the others", async () => {
+      const id = stream("typed");
+      const from = await store.headPosition();
+      const wanted = (n: number) => event("Wanted", { n, note: "kept" });
+      // More events it does not want than one batch holds, between the ones it does.
+      const others = Array.from({ length: 12 }, (_, n) => event("Other", { n }));
+      await store.append(id, NO_STREAM, [wanted(1), ...others, wanted(2)]);
+      const seen: RecordedEvent[] = [];
+      const batches: number[] = [];
+      const subscription = store.subscribe({
+        from,
+        batchSize: 5,
+        types: ["Wanted"],
+        handle: async (batch) => {
+          batches.push(batch.length);
+          seen.push(...batch.filter((e) => e.streamId === id));
+        },
+      });
+      try {
+        await waitUntil(() => seen.length === 2);
+        await store.append(id, 13, [event("Other"), wanted(3)]);
+        await waitUntil(() => seen.length === 3);
+        expect(types(seen)).toEqual(["Wanted", "Wanted", "Wanted"]);
+        expect(seen.map((e) => e.data)).toEqual([1, 2, 3].map((n) => ({ n, note: "kept" })));
+        expect(seen.map((e) => e.metadata.occurredAt)).toEqual(Array(3).fill("2026-01-01T00:00:00.000Z"));
+        expect(seen.map((e) => e.revision)).toEqual([0, 13, 15]);
+        // A read that found none of its types hands over nothing at all.
+        expect(batches.every((size) => size > 0)).toBe(true);
+      } finally {
+        await subscription.stop();
+      }
+    });
+
     it("waits for a batch to be handled before delivering the next", async () => {
       const id = stream("backpressure");
       const from = await store.headPosition();

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { AppendSignal, pollingSubscription } from "../../src/eventstore/catch-up.js";
-import type { Position, RecordedEvent, Subscription } from "../../src/eventstore/port.js";
+import { type Position, pageOf, type RecordedEvent, type Subscription } from "../../src/eventstore/port.js";
 
 /** Long enough that nothing in these tests is found by the idle poll. */
 const IDLE_POLL_MS = 60_000;
@@ -55,7 +55,7 @@ describe("the catch-up subscription", () => {
   function follow(log: FakeLog, signal: AppendSignal): RecordedEvent[] {
     const handled: RecordedEvent[] = [];
     subscription = pollingSubscription(
-      log.readAll,
+      async (from, limit, types) => pageOf(await log.readAll(from, limit), types),
       signal,
       { from: null, handle: async (b) => void handled.push(...b) },
       IDLE_POLL_MS,

@@ -156,13 +156,15 @@ function messagesOf(deps: WebhookMessagesDeps, rows: Rows, recorded: RecordedEve
   }
 }
 
-const RELEVANT = new Set([
+/** The events a webhook message can come from (decisions 8.3). */
+export const WEBHOOK_SOURCE_EVENTS: readonly string[] = [
   "TransferCreated",
   "DownloadRecorded",
   "TransferExpired",
   "BroadcastPublished",
   "WebhookTestRequested",
-]);
+];
+const RELEVANT = new Set(WEBHOOK_SOURCE_EVENTS);
 
 /**
  * The webhook reactor's step (decisions 8.3): turns a batch of events into their messages, stored

@@ -2,6 +2,9 @@ import { idOf } from "../../../domain/streams.js";
 import type { RecordedEvent } from "../../eventstore/port.js";
 import { oneByOne } from "../reactor.js";
 
+/** The one event the rotations reactor acts on. */
+export const ROTATION_EVENTS: readonly string[] = ["WebhookSecretRotated"];
+
 /** Makes a staged secret current (WebhookSecrets.promote). */
 export type PromoteSecret = (agentId: string, rotationId: string, previousValidUntil: Date) => Promise<void>;
 
@@ -12,7 +15,7 @@ export type PromoteSecret = (agentId: string, rotationId: string, previousValidU
  */
 export function webhookRotations(promote: PromoteSecret) {
   return oneByOne(async (event: RecordedEvent) => {
-    if (event.type !== "WebhookSecretRotated") return false;
+    if (!ROTATION_EVENTS.includes(event.type)) return false;
     const { rotationId, previousValidUntil } = event.data as {
       rotationId?: string;
       previousValidUntil: string;
