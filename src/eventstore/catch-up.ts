@@ -99,9 +99,10 @@ export function pollingSubscription(
         lastRead = Date.now();
         const page = await read(position, batchSize, options.types);
         if (!running) break;
-        if (page.scanned > 0) {
+        if (page.scanned > 0 && page.last !== null) {
           if (page.events.length > 0) await options.handle(page.events);
-          position = page.last ?? position;
+          await options.read?.(page.last, page.scanned);
+          position = page.last;
           // A full batch means more is waiting; otherwise read again only once told of an append.
           if (page.scanned === batchSize) continue;
         } else if (eager > 0 && (blind || behind())) {

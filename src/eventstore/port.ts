@@ -61,6 +61,12 @@ export interface SubscribeOptions {
    * log would otherwise parse every event the projections already parse.
    */
   types?: readonly string[];
+  /**
+   * Told after each read that found anything, once `handle` is done with what it handed over: the
+   * position of the last event read (of `types` or not) and how many were read. A checkpoint kept
+   * here moves past the events of other types too.
+   */
+  read?(to: Position, events: number): Promise<void>;
 }
 
 /** What one read of the global log found: the events asked for, and how far it looked. */

@@ -32,7 +32,7 @@ export interface ReactorReading {
  * Unlike a projection it is never rebuilt, and it starts at the head of the log the first time it
  * runs, so history is never acted on twice. Delivery is at least once: a crash after the effect and
  * before the checkpoint repeats that one effect. The checkpoint moves after a batch it acted on,
- * or every SAVE_EVERY events: batches with nothing to do cost no write.
+ * or every SAVE_EVERY events read (of its types or not): batches with nothing to do cost no write.
  */
 export class Reactor {
   private subscription: Subscription | null = null;
@@ -54,19 +54,23 @@ export class Reactor {
   async start(): Promise<void> {
     const from = await this.checkpoint();
     let unsaved = 0;
+    let acted = false;
     this.subscription = this.store.subscribe({
       from,
       readIntervalMs: this.reading.intervalMs ?? DEFAULT_READ_INTERVAL_MS,
       ...(this.reading.types ? { types: this.reading.types } : {}),
       handle: async (batch) => {
-        const acted = await this.react(batch);
-        unsaved += batch.length;
-        const last = batch[batch.length - 1];
-        if (last && (acted || unsaved >= SAVE_EVERY)) {
+        acted = (await this.react(batch)) || acted;
+      },
+      // The checkpoint goes as far as the log was read, past the events of other types too.
+      read: async (to, events) => {
+        unsaved += events;
+        if (acted || unsaved >= SAVE_EVERY) {
           await this.db("projection_checkpoints")
             .where({ name: this.checkpointName })
-            .update({ position: last.position });
+            .update({ position: to });
           unsaved = 0;
+          acted = false;
         }
       },
       onError: this.onError,

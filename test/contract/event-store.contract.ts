@@ -16,7 +16,8 @@ export interface StoreUnderTest {
 
 const stream = (label: string) => `contract_${label}-${randomUUID()}`;
 
-function event(type: string, data: Record<string, unknown> = {}): EventToAppend {
+/** An event of `type` as a system actor records it (also the reactor's test's). */
+export function event(type: string, data: Record<string, unknown> = {}): EventToAppend {
   return {
     eventId: randomUUID(),
     type,
@@ -232,6 +233,7 @@ export function eventStoreContract(
       await store.append(id, NO_STREAM, [wanted(1), ...others, wanted(2)]);
       const seen: RecordedEvent[] = [];
       const batches: number[] = [];
+      let readTo: string | null = null;
       const subscription = store.subscribe({
         from,
         batchSize: 5,
@@ -240,11 +242,18 @@ export function eventStoreContract(
           batches.push(batch.length);
           seen.push(...batch.filter((e) => e.streamId === id));
         },
+        read: async (to) => {
+          readTo = to;
+        },
       });
       try {
         await waitUntil(() => seen.length === 2);
         await store.append(id, 13, [event("Other"), wanted(3)]);
         await waitUntil(() => seen.length === 3);
+        // Only events it does not want: it hands over nothing, and says how far it read.
+        const others = await store.append(id, 15, [event("Other"), event("Other")]);
+        await waitUntil(() => readTo === others.position);
+        expect(seen).toHaveLength(3);
         expect(types(seen)).toEqual(["Wanted", "Wanted", "Wanted"]);
         expect(seen.map((e) => e.data)).toEqual([1, 2, 3].map((n) => ({ n, note: "kept" })));
         expect(seen.map((e) => e.metadata.occurredAt)).toEqual(Array(3).fill("2026-01-01T00:00:00.000Z"));
