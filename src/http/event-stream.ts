@@ -107,6 +107,8 @@ export class EventStreams {
     // A client that went away while the route was still deciding closed before anyone listened.
     if (reply.raw.socket?.destroyed !== false) queueMicrotask(stream.end);
     stream.send(KEEP_ALIVE);
+    // The request's own line comes when it ends, which for a stream may be hours away.
+    reply.log.info({ req: reply.request }, "event stream opened");
     reply
       .status(200)
       .header("content-type", `${EVENT_STREAM}; charset=utf-8`)

@@ -84,7 +84,8 @@ export function requestLogOptions(
  * One line per request, when it ends: what was asked (`req`), the answer's status (`res`) and how
  * long it took (`responseTime`, ms). Fastify's own "incoming request" line is left out: on the
  * thread that answers every request, a second line per request cost more than the small
- * transfers' own work in places (issue 21). Errors keep fastify's lines.
+ * transfers' own work in places (issue 21). Errors keep fastify's lines, and an event stream
+ * logs its opening too (src/http/event-stream.ts): it may stay open for hours.
  */
 class OneLinePerRequest extends LogController {
   override incomingRequest(): void {}
