@@ -164,13 +164,14 @@ export class PostgresEventStore implements EventStore {
   private async readPage(from: Position | null, limit: number, types?: readonly string[]): Promise<LogPage> {
     const [transactionId, globalPosition] = decodePosition(from);
     const columns = types ? TYPED_EVENT_COLUMNS : EVENT_COLUMNS;
+    const typeList = types?.join(",");
     const rows = await this.db.raw<{ rows: EventRow[] }>(
       `select ${columns} from events
         where (transaction_id, global_position) > (?::xid8, ?::bigint)
           and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         order by transaction_id, global_position
         limit ?`,
-      [...(types ? [types.join(","), types.join(",")] : []), transactionId, globalPosition, limit],
+      [...(typeList === undefined ? [] : [typeList, typeList]), transactionId, globalPosition, limit],
     );
     const last = rows.rows.at(-1);
     return {
