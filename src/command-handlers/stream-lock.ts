@@ -1,5 +1,6 @@
 /**
- * Runs the decisions on one stream in this process one after another. Optimistic concurrency
+ * Runs the decisions on one stream (or on the streams one name guards together, as the books'
+ * turn guards every account's quota stream) in this process one after another. Optimistic concurrency
  * still guards the stream against other processes, but writers in this one no longer race each
  * other into conflicts and retries: 32 uploads on one account would otherwise all load, decide
  * and append against the same quota stream, and all but one start over, again and again.

@@ -99,7 +99,6 @@ function sendFile(
   });
 }
 
-/** Counts of each status code, e.g. {200: 5, 410: 35}. */
 /**
  * Within one process the decisions on a stream take turns (StreamLock). Here each request acts as
  * if it came from a process of its own, so they race, and only the event store's expected version
@@ -122,6 +121,7 @@ async function asSeparateProcesses<T>(t: TestApp, run: () => Promise<T>): Promis
   }
 }
 
+/** Counts of each status code, e.g. {200: 5, 410: 35}. */
 function tally(statuses: number[]): Record<number, number> {
   const counts: Record<number, number> = {};
   for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1;
@@ -237,6 +237,58 @@ for (const database of ["pglite", "postgres"] as const) {
           0,
         );
         expect(held).toBe(12 * data.length);
+      });
+
+      it("decides the creates and releases of several accounts in one books' turn, each on its own books", async () => {
+        const accounts = await Promise.all(Array.from({ length: 4 }, () => t.newAccount("team")));
+        for (const { apiKey } of accounts) {
+          await registerAgent(t, apiKey, "sender");
+          await registerAgent(t, apiKey, "receiver");
+        }
+        const data = Buffer.from("one turn for every account");
+        const send = async (apiKey: string) => {
+          const res = await sendFile(t, apiKey, 1, { name: "once.txt", data });
+          expect(res.statusCode, res.body).toBe(201);
+          return res.json().id as string;
+        };
+        const first = await Promise.all(accounts.map(({ apiKey }) => send(apiKey)));
+
+        // Every append waits a little before it is written, so that what arrives meanwhile, on
+        // any account, queues for the next turn.
+        const store = t.service.store;
+        const { appendMany } = store;
+        const booksPerAppend: number[] = [];
+        store.appendMany = async (appends) => {
+          booksPerAppend.push(appends.filter((a) => a.streamId.startsWith("usage-")).length);
+          await delay(50);
+          return appendMany.call(store, appends);
+        };
+        try {
+          const { result, conflicts } = await countingConflicts(t, 0, () =>
+            Promise.all([
+              ...first.map((id, i) =>
+                t.call("GET", `/v1/transfers/${id}/download`, { key: accounts[i]?.apiKey }),
+              ),
+              ...accounts.flatMap(({ apiKey }) => Array.from({ length: 3 }, () => send(apiKey))),
+            ]),
+          );
+          const downloads = result.slice(0, first.length) as { statusCode: number }[];
+          expect(tally(downloads.map((r) => r.statusCode))).toEqual({ 200: 4 });
+          expect(conflicts).toBe(0);
+        } finally {
+          store.appendMany = appendMany;
+        }
+        expect(
+          Math.max(...booksPerAppend),
+          "no append carried the books of several accounts",
+        ).toBeGreaterThan(1);
+
+        for (const [i, { accountId }] of accounts.entries()) {
+          const books = await t.service.store.readStream(`usage-${accountId}`);
+          expect(books.filter((e) => e.type === "TransferCounted")).toHaveLength(4);
+          const released = books.filter((e) => e.type === "StorageReleased").map((e) => e.data.transferId);
+          expect(released).toEqual([first[i]]);
+        }
       });
 
       it("lets 20 parallel presigned creations take exactly the 5 transfers left of a free month", async () => {

@@ -130,9 +130,9 @@ export interface Created {
 /**
  * Records a new transfer and counts it on the sender's quota stream in one atomic append, so the
  * monthly count and the storage limit hold however many uploads race (decisions 3.14). The books
- * are read inside the stream's turn: read before it (before an upload, say) they would be stale
+ * are read inside the books' turn: read before it (before an upload, say) they would be stale
  * whenever another upload finished first. Creates that queue for the turn are decided in it
- * together, with the releases that queued beside them (booksTurn).
+ * together, with the releases that queued beside them, on any account (booksTurn).
  */
 export async function createTransfer(deps: TransferDeps, input: NewTransfer, actor: Actor): Promise<Created> {
   const entry: BooksEntry = { kind: "create", input, actor };
@@ -142,8 +142,9 @@ export async function createTransfer(deps: TransferDeps, input: NewTransfer, act
 }
 
 /**
- * What waits for a turn on an account's books (its quota stream): a new transfer to count, or a
- * change of a transfer, decided on the transfer's stream, that frees the storage it held.
+ * What waits for the books' turn to change an account's books (its quota stream): a new transfer
+ * to count, or a change of a transfer, decided on the transfer's stream, that frees the storage it
+ * held.
  */
 type BooksEntry =
   | { kind: "create"; input: NewTransfer; actor: Actor }
@@ -159,32 +160,37 @@ type BooksEntry =
 type BooksSettled = { kind: "created"; created: Created } | { kind: "released"; position: Position };
 
 /**
- * The quota stream has one writer per process, its turn: every create and every release of
- * storage queues for it, and what queued is decided and recorded together. Were releases (a
- * last download with auto_delete, an expiry, a deletion) appended on their own, each would race
- * the creates and the other releases to the stream's next revision; in a one-time transfer's
- * pair the last download meets the create of the next transfer, and all but one writer would
- * start over, again and again.
+ * The quota streams have one writer per process, the books' turn: every create and every release
+ * of storage, on any account, queues for it, and what queued is decided and recorded together.
+ * Were releases (a last download with auto_delete, an expiry, a deletion) appended on their own,
+ * each would race the creates and the other releases to the stream's next revision; in a one-time
+ * transfer's pair the last download meets the create of the next transfer, and all but one writer
+ * would start over, again and again. One turn for every account, not one per account: a turn's
+ * cost is mostly its own (a load of remembered states, an append), and with a turn per account
+ * the same clients spread over four accounts paid three times as many turns (issue 21).
  */
 function takeBooksTurn(deps: TransferDeps, accountId: string, entry: BooksEntry): Promise<BooksSettled> {
-  return deps.streamLock.together(streams.usage(accountId), entry, (queued) =>
-    booksTurn(deps, accountId, queued),
-  );
+  return deps.streamLock.together(BOOKS_TURN, { accountId, entry }, (queued) => booksTurn(deps, queued));
+}
+
+/** The lock of the books' turn: one for the quota streams of every account. */
+const BOOKS_TURN = "books";
+
+/** An entry waiting for the books' turn, and whose books it changes. */
+interface Queued {
+  accountId: string;
+  entry: BooksEntry;
 }
 
 /**
- * Decides what queued on one account's books in order, each against the books as the entries
- * before it left them, and records the accepted ones in one append: a busy account pays one load
- * and one append for a whole queue instead of one each. A refused create is refused alone. A
- * conflict on the quota stream (another process) re-decides them all; one on an entry's own
- * transfer stream settles that entry with the conflict (its command re-reads the transfer and
- * decides again) and records the rest.
+ * Decides what queued for the books in order, each against its account's books as the entries
+ * before it left them, and records the accepted ones in one append: a busy service pays one load
+ * of each account's (remembered) books and one append for a whole queue instead of one each. A
+ * refused create is refused alone. A conflict on a quota stream (another process) re-decides
+ * them all; one on an entry's own transfer stream settles that entry with the conflict (its
+ * command re-reads the transfer and decides again) and records the rest.
  */
-async function booksTurn(
-  deps: TransferDeps,
-  accountId: string,
-  queued: BooksEntry[],
-): Promise<Outcome<BooksSettled>[]> {
+async function booksTurn(deps: TransferDeps, queued: Queued[]): Promise<Outcome<BooksSettled>[]> {
   const outcomes: (Outcome<BooksSettled> | undefined)[] = queued.map(() => undefined);
   const onConflict = (error: WrongExpectedVersionError, { recorded }: { recorded: Recorded[] }) => {
     const owner = recorded.find(({ decision }) =>
@@ -193,34 +199,45 @@ async function booksTurn(
     if (owner) outcomes[owner.index] = { ok: false, error };
   };
   const decided = await handle(deps, { onConflict }, async (turn) => {
-    const open = queued.flatMap((entry, index) => (outcomes[index] ? [] : [{ entry, index }]));
-    const { limits, account, usage } = await loadBooks((a, b) => turn.loadSnapshottedPair(a, b), accountId);
+    const open = queued.flatMap((item, index) => (outcomes[index] ? [] : [{ ...item, index }]));
+    const accounts = [...new Set(open.map(({ accountId }) => accountId))];
+    const loaded = await Promise.all(
+      accounts.map((accountId) => loadBooks((a, b) => turn.loadSnapshottedPair(a, b), accountId)),
+    );
+    const senders = new Map(accounts.map((accountId, i) => [accountId, loaded[i] as Sender]));
+    const books = new Map(accounts.map((accountId, i) => [accountId, (loaded[i] as Sender).usage.state]));
     const now = turn.at();
-    let books = usage.state;
     const refused: { index: number; error: DomainError }[] = [];
     const recorded: Recorded[] = [];
-    for (const { entry, index } of open) {
+    for (const { accountId, entry, index } of open) {
+      const sender = senders.get(accountId) as Sender;
+      const before = books.get(accountId) as UsageState;
       try {
-        const decision = decideEntry(entry, books, { limits, account: account.state, now });
-        books = decision.books.reduce(usageDecider.evolve, books);
-        recorded.push({ index, entry, decision });
+        const decision = decideEntry(entry, before, {
+          limits: sender.limits,
+          account: sender.account.state,
+          now,
+        });
+        books.set(accountId, decision.books.reduce(usageDecider.evolve, before));
+        recorded.push({ index, entry, decision, usage: sender.usage });
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         refused.push({ index, error });
       }
     }
     for (const { decision } of recorded) for (const append of decision.appends) turn.include(append);
-    for (const { entry, decision } of recorded) turn.record(usage, decision.books, entry.actor, decision.now);
-    return { mark: usage.mark, refused, recorded };
+    for (const { entry, decision, usage } of recorded)
+      turn.record(usage, decision.books, entry.actor, decision.now);
+    return { refused, recorded };
   });
   const position = decided.position ?? "";
   for (const { index, error } of decided.refused) outcomes[index] = { ok: false, error };
-  for (const { index, decision } of decided.recorded) {
+  for (const { index, decision, usage } of decided.recorded) {
     const { created } = decision;
     if (created) {
       const { append, transfer } = created;
       const revision = append.events.length - 1;
-      await deps.snapshots.keep(append.streamId, TRANSFER_KIND, { revision, state: transfer }, decided.mark, {
+      await deps.snapshots.keep(append.streamId, TRANSFER_KIND, { revision, state: transfer }, usage.mark, {
         stored: false,
       });
     }
@@ -236,11 +253,12 @@ async function booksTurn(
   );
 }
 
-/** An entry its turn accepted, and what was decided for it. */
+/** An entry its turn accepted, what was decided for it, and the books it was decided against. */
 interface Recorded {
   index: number;
   entry: BooksEntry;
   decision: EntryDecision;
+  usage: Snapshotted<UsageState>;
 }
 
 /** One entry as its turn decides it: its stream's events, its change of the books, and when. */
@@ -352,7 +370,7 @@ export async function changeTransfer<C extends TransferChange>(
   });
 }
 
-/** Records a change that frees the transfer's storage in its sender's books' turn (booksTurn). */
+/** Records a change that frees the transfer's storage on its sender's books, in the books' turn (booksTurn). */
 async function releaseStorage(
   deps: TransferDeps,
   before: Transfer,
