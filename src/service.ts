@@ -27,7 +27,7 @@ import { RedisCounter } from "./rate-limits/redis.js";
 import { MAILED_EVENTS, peopleMailer } from "./reactors/people-mail.js";
 import { oneByOne, Reactor } from "./reactors/reactor.js";
 import { WebhookDispatcher } from "./reactors/webhooks/dispatcher.js";
-import { WEBHOOK_SOURCE_EVENTS, webhookMessages } from "./reactors/webhooks/messages.js";
+import { WEBHOOK_REACTOR_EVENTS, webhookMessages } from "./reactors/webhooks/messages.js";
 import { ROTATION_EVENTS, webhookRotations } from "./reactors/webhooks/rotations.js";
 import { ProjectionEngine } from "./read-models/engine.js";
 import { HotLookups } from "./read-models/hot-rows.js";
@@ -244,7 +244,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
       enqueued: () => webhooks.wake(),
     }),
     (error) => console.error("queueing a webhook message failed:", error),
-    { intervalMs: WEBHOOK_READ_INTERVAL_MS, types: WEBHOOK_SOURCE_EVENTS },
+    { intervalMs: WEBHOOK_READ_INTERVAL_MS, types: WEBHOOK_REACTOR_EVENTS },
   );
   const rotationsReactor = new Reactor(
     "webhook-rotations",

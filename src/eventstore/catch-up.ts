@@ -77,11 +77,23 @@ export function pollingSubscription(
   let running = true;
   let position = options.from;
   const batchSize = options.batchSize ?? 500;
-  const readInterval = options.readIntervalMs ?? BUSY_READ_INTERVAL_MS;
-  /** Waits until `readInterval` has passed since the last read. */
+  const { readIntervalMs = BUSY_READ_INTERVAL_MS } = options;
+  const readInterval = typeof readIntervalMs === "function" ? readIntervalMs : () => readIntervalMs;
+  /** Ends the wait between reads now under way (`hurry`). */
+  let endWait: (() => void) | null = null;
+  /** Waits until the read interval has passed since the last read, or until hurried. */
   const paced = async (lastRead: number) => {
-    const early = lastRead + readInterval - Date.now();
-    if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
+    const early = lastRead + readInterval() - Date.now();
+    if (early <= 0) return;
+    await new Promise<void>((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        endWait = null;
+        resolve();
+      };
+      const timer = setTimeout(end, early);
+      endWait = end;
+    });
   };
   /** A newer position than this subscription's was announced: an append it has not read. */
   const behind = () => signal.newest !== null && isAfter(signal.newest, position);
@@ -136,7 +148,11 @@ export function pollingSubscription(
     async stop() {
       running = false;
       signal.notify();
+      endWait?.();
       await done;
+    },
+    hurry() {
+      endWait?.();
     },
   };
 }

@@ -40,6 +40,8 @@ export interface AppendResult {
 
 export interface Subscription {
   stop(): Promise<void>;
+  /** Ends a wait between reads at once: someone needs what the next read brings (readIntervalMs). */
+  hurry(): void;
 }
 
 export interface SubscribeOptions {
@@ -52,9 +54,11 @@ export interface SubscribeOptions {
   batchSize?: number;
   /**
    * Reads at most this often while appends keep coming (default: a few milliseconds). A
-   * subscriber that need not keep up closely reads the appends of a longer while at once.
+   * subscriber that need not keep up closely reads the appends of a longer while at once. A
+   * function is asked before each wait: a subscriber may keep up closely only while someone
+   * waits on it, and `hurry` ends a wait it no longer wants.
    */
-  readIntervalMs?: number;
+  readIntervalMs?: number | (() => number);
   /**
    * Only events of these types are handed to `handle`; the subscription moves past the others
    * without reading their data. Default: every event. A reactor that acts on a few types of a busy

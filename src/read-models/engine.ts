@@ -14,12 +14,20 @@ const REBUILD_BATCH = 5000;
 /** Events read and applied per transaction while catching up; under load, concurrent requests share one. */
 const BATCH_SIZE = 500;
 /**
- * Under load the read models take the appends of at least this long in one batch. A batch costs
- * about six round trips to the database whatever its size, and each is dear (a socket write and a
- * wake-up of the database's process); a request that reads the models after a write waits for at
- * most this much more.
+ * Under load, while someone waits for them (a read after a write, a long-poll, an event stream,
+ * the webhook reactor), the read models take the appends of at least this long in one batch. A
+ * batch costs about six round trips to the database whatever its size, and each is dear (a socket
+ * write and a wake-up of the database's process); a request that reads the models after a write
+ * waits for at most this much more.
  */
 const READ_INTERVAL_MS = 10;
+/**
+ * While no one waits for them, the read models take the appends of this long in one batch: the
+ * sends and downloads that make most of the load answer from their decided state and never wait,
+ * and with one client a batch every 10 ms was a batch for nearly every append, some ten
+ * statements for each create and each download (issue 21). Whoever starts waiting cuts it short.
+ */
+const UNWATCHED_READ_INTERVAL_MS = 100;
 
 /** Another process moved a checkpoint (a rebuild, or a second instance): read them again and go on. */
 class CheckpointMoved extends Error {}
@@ -90,9 +98,10 @@ export class ProjectionEngine {
     });
   }
 
-  /** Calls `listener` after every batch the read models apply. */
+  /** Calls `listener` after every batch the read models apply; they read closely while anyone listens. */
   onAdvance(listener: () => void): () => void {
     this.listeners.add(listener);
+    this.subscription?.hurry();
     return () => this.listeners.delete(listener);
   }
 
@@ -164,7 +173,7 @@ export class ProjectionEngine {
     this.subscription = this.store.subscribe({
       from: oldest(checkpoints, this.projections),
       batchSize: BATCH_SIZE,
-      readIntervalMs: READ_INTERVAL_MS,
+      readIntervalMs: () => (this.listeners.size > 0 ? READ_INTERVAL_MS : UNWATCHED_READ_INTERVAL_MS),
       handle: (batch) => this.applyBatch(batch),
       onError: (error) => {
         if (error instanceof CheckpointMoved) {

@@ -52,16 +52,41 @@ describe("the catch-up subscription", () => {
     subscription = null;
   });
 
-  function follow(log: FakeLog, signal: AppendSignal): RecordedEvent[] {
+  function follow(
+    log: FakeLog,
+    signal: AppendSignal,
+    readIntervalMs?: number | (() => number),
+  ): RecordedEvent[] {
     const handled: RecordedEvent[] = [];
     subscription = pollingSubscription(
       async (from, limit, types) => pageOf(await log.readAll(from, limit), types),
       signal,
-      { from: null, handle: async (b) => void handled.push(...b) },
+      { from: null, handle: async (b) => void handled.push(...b), readIntervalMs },
       IDLE_POLL_MS,
     );
     return handled;
   }
+
+  it("waits out its read interval after a read, asking it anew each time, and reads at once when hurried", async () => {
+    const log = new FakeLog();
+    const signal = new AppendSignal();
+    let interval = 10_000;
+    log.events.push(event(1));
+    const handled = follow(log, signal, () => interval);
+    await until(() => handled.length === 1);
+
+    log.events.push(event(2));
+    signal.notify(position(2));
+    await settle();
+    expect(handled, "read again before its interval was out").toHaveLength(1);
+    subscription?.hurry();
+    await until(() => handled.length === 2);
+
+    interval = 0;
+    log.events.push(event(3));
+    signal.notify(position(3));
+    await until(() => handled.length === 3);
+  });
 
   it("does not read again for an append it has already read, however late its notice came", async () => {
     const log = new FakeLog();

@@ -165,19 +165,35 @@ export const WEBHOOK_SOURCE_EVENTS: readonly string[] = [
   "WebhookTestRequested",
 ];
 const RELEVANT = new Set(WEBHOOK_SOURCE_EVENTS);
+/** The events that can give an agent a live webhook (a `webhook_url` set at registration or later). */
+const MAY_ENABLE_A_WEBHOOK = ["AgentRegistered", "AgentUpdated"];
+/** What the webhook reactor reads: the events messages come from, and those that can enable a webhook. */
+export const WEBHOOK_REACTOR_EVENTS: readonly string[] = [...WEBHOOK_SOURCE_EVENTS, ...MAY_ENABLE_A_WEBHOOK];
 
 /**
  * The webhook reactor's step (decisions 8.3): turns a batch of events into their messages, stored
  * in the delivery queue in log order. A message exists because an event does: the reactor's
  * checkpoint moves only after they are stored, and replaying an event stores nothing new. The
  * rows the messages need are read once per batch, after the read models have reached its end.
+ *
+ * While no agent has a live webhook, a batch makes no message, and its wait for the read models
+ * is skipped: every transfer would otherwise hurry them to its event (ProjectionEngine). That
+ * needs the read models to show every event that can enable a webhook up to the batch's end. The
+ * reactor reads those events too, and after one it waits again until the read models have shown
+ * it: with none since, read models that show no live webhook are right for the whole batch.
  */
 export function webhookMessages(deps: WebhookMessagesDeps) {
+  /** The read models have shown every event read so far that can enable a webhook. */
+  let enablingShown = false;
   return async (batch: RecordedEvent[]): Promise<boolean> => {
+    if (batch.some((recorded) => MAY_ENABLE_A_WEBHOOK.includes(recorded.type))) enablingShown = false;
     const relevant = batch.filter((recorded) => RELEVANT.has(recorded.type));
-    const last = relevant.at(-1);
-    if (!last) return false;
-    await deps.readModelsAt(last.position);
+    const end = batch.at(-1);
+    if (!end || relevant.length === 0) return false;
+    if (enablingShown && !(await deps.anyLiveWebhook())) return false;
+    // The batch's end, not its last message's source: an event after that may have enabled one.
+    await deps.readModelsAt(end.position);
+    enablingShown = true;
     if (!(await deps.anyLiveWebhook())) return false;
     const rows = await rowsFor(deps.db, relevant);
     const messages = relevant.flatMap((recorded): NewWebhookMessage[] => {
