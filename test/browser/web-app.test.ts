@@ -41,6 +41,34 @@ async function snapPart(part: Locator, name: string): Promise<void> {
   await part.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
 }
 
+/**
+ * Holds back the answer to the page's next request for its received list (later ones pass):
+ * `release` lets it through, waits for its answer and stops holding.
+ */
+async function holdNextListRequest(page: Page) {
+  const isList = (url: URL) =>
+    url.pathname === "/v1/transfers" && url.searchParams.get("direction") === "received";
+  let letThrough = () => {};
+  const held = new Promise<void>((resolve) => {
+    letThrough = resolve;
+  });
+  let heldRequest: Request | null = null;
+  await page.route(isList, async (route) => {
+    if (heldRequest) return route.continue();
+    heldRequest = route.request();
+    await held;
+    await route.continue();
+  });
+  return {
+    request: () => heldRequest,
+    async release() {
+      letThrough();
+      await (heldRequest as Request | null)?.response();
+      await page.unroute(isList);
+    },
+  };
+}
+
 /** Waits for `success` to show; an error the page reports instead fails at once, in its words. */
 async function until(page: Page, success: Locator): Promise<void> {
   const failed = page.locator('main .status[data-kind="error"]').first();
@@ -221,8 +249,14 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await page.getByLabel("Receiving password", { exact: true }).fill(RECEIVING_PASSWORD);
     await page.getByLabel("Repeat it").fill(RECEIVING_PASSWORD);
     await snap(page, "receiving-password");
+    // The list drawn with the new key is held back, and the Refresh of the list drawn before it
+    // (no key yet) is clicked meanwhile: the list it draws must open files with the new key.
+    const held = await holdNextListRequest(page);
     await page.getByRole("button", { name: "Set receiving password" }).click();
     await until(page, page.getByText("Unlocked in this tab"));
+    await waitUntil(() => held.request() !== null, "the new key's request for the list");
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await held.release();
 
     const item = page.locator(`[data-transfer="${pending.id}"]`);
     for (let i = 0; !(await item.locator(".badge.active").count()); i++) {
@@ -624,21 +658,9 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await until(page, page.getByRole("heading", { name: "Unlock your files" }));
 
     // A Refresh while locked asks for the list; its answer is held back until after the unlock.
-    const isList = (url: URL) =>
-      url.pathname === "/v1/transfers" && url.searchParams.get("direction") === "received";
-    let releaseHeld = () => {};
-    const held = new Promise<void>((resolve) => {
-      releaseHeld = resolve;
-    });
-    let heldRequest: Request | null = null;
-    await page.route(isList, async (route) => {
-      if (heldRequest) return route.continue();
-      heldRequest = route.request();
-      await held;
-      await route.continue();
-    });
+    const held = await holdNextListRequest(page);
     await page.getByRole("button", { name: "Refresh" }).click();
-    await waitUntil(() => heldRequest !== null, "the Refresh's request for the list");
+    await waitUntil(() => held.request() !== null, "the Refresh's request for the list");
 
     await page.getByLabel("Receiving password").fill(RECEIVING_PASSWORD);
     await page.getByRole("button", { name: "Unlock" }).click();
@@ -649,11 +671,9 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await waitUntil(() => download.isEnabled(), "the unlocked list's Download button");
 
     // The older draw's answer arrives last: drawn over the unlocked list, its buttons would be disabled.
-    releaseHeld();
-    await (heldRequest as Request | null)?.response();
+    await held.release();
     await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 300)));
     expect(await download.isEnabled()).toBe(true);
-    await page.unroute(isList);
     expect(consoleErrors).toEqual([]);
   });
 

@@ -37,7 +37,7 @@ export const inboxPage: Page = {
       const key = await fetchReceivingKey();
       const pair = key ? unlockedKey(key.key_version) : null;
       drawKeyArea(keyArea, key, pair, refresh);
-      await drawTransfers(list, key, pair);
+      await drawTransfers(list, key, pair, refresh);
       highlight(list, query.get("transfer"));
     };
     try {
@@ -111,16 +111,25 @@ function drawKeyArea(
 /** The newest draw of each list: an older one whose answer comes later must not draw over it. */
 const newestDraw = new WeakMap<HTMLElement, number>();
 
-async function drawTransfers(list: HTMLElement, key: ReceivingKey | null, pair: KeyPair | null) {
+/**
+ * `refresh` draws the page again as it is by then: the receiving key is asked for anew, so a list
+ * drawn before the key was set, or while it was locked, opens files with it once it is.
+ */
+async function drawTransfers(
+  list: HTMLElement,
+  key: ReceivingKey | null,
+  pair: KeyPair | null,
+  refresh: () => Promise<void>,
+) {
   const draw = (newestDraw.get(list) ?? 0) + 1;
   newestDraw.set(list, draw);
   const { transfers, total } = await api<{ transfers: Transfer[]; total: number }>(
     "/v1/transfers?direction=received&limit=100",
   );
   if (newestDraw.get(list) !== draw) return;
-  // Redrawn later (Refresh, a deletion), the list opens files with the key as it is by then:
+  // Redrawn later (Refresh, a deletion), the list opens files with the key as it is by then: set,
   // unlocked or locked since this draw.
-  const redraw = () => void drawTransfers(list, key, key ? unlockedKey(key.key_version) : null);
+  const redraw = () => void refresh();
   const reload = h("button", { type: "button", class: "secondary", onclick: redraw }, "Refresh");
   replace(
     list,
