@@ -97,6 +97,17 @@ export async function advanceClock(t: TestApp, seconds: number): Promise<string>
   return (res.json() as { now: string }).now;
 }
 
+/**
+ * Moves the service clock 1–2 s into the next window of `windowMs`: limits count in fixed windows
+ * aligned to that clock, so a test that makes a limit's worth of requests must not straddle a
+ * window's end.
+ */
+export async function startOfWindow(t: TestApp, windowMs: number): Promise<void> {
+  const now = t.service.clock.now().getTime();
+  const next = Math.floor(now / windowMs) * windowMs + windowMs;
+  await advanceClock(t, Math.ceil((next - now) / 1000) + 1);
+}
+
 /** A syntactically valid API key (prefix, length and checksum) that no account holds. */
 export function wellFormedUnknownKey(): string {
   const key = newApiKey();

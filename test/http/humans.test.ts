@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LOGIN_FAILURES } from "../../src/rate-limits/policy.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { advanceClock, allKeys, expectError } from "./helpers.js";
+import { advanceClock, allKeys, expectError, startOfWindow } from "./helpers.js";
 import {
   kdf,
   logIn,
@@ -200,6 +201,7 @@ describe("people: sign-up, verification, sessions, receiving keys", () => {
 
     it("refuses an address after 10 failed logins in 15 minutes with 429 and Retry-After, even with the right password", async () => {
       const person = await newPerson(t);
+      await startOfWindow(t, LOGIN_FAILURES.windowMs);
       const fail = () =>
         t.call("POST", "/v1/auth/login", { body: { email: person.email, password: "wrong password!" } });
       for (let i = 0; i < 10; i++) expectError(await fail(), 401, "UNAUTHORIZED");

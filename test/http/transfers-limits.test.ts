@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { advanceClock, expectError } from "./helpers.js";
+import { advanceClock, expectError, startOfWindow } from "./helpers.js";
 import {
   A2A,
   bytes,
@@ -29,13 +29,6 @@ const MINUTE_MS = 60_000;
 const UNKNOWN_ID = "tr_AAAAAAAAAAAAAAAAAAAAAAAA";
 const file = () => [{ name: "f.txt", data: Buffer.from("payload"), type: "text/plain" }];
 
-/** Moves the service clock 1–2 s into the next one-minute window, so no test straddles a boundary. */
-async function startOfWindow(): Promise<void> {
-  const now = t.service.clock.now().getTime();
-  const next = Math.floor(now / MINUTE_MS) * MINUTE_MS + MINUTE_MS;
-  await advanceClock(t, Math.ceil((next - now) / 1000) + 1);
-}
-
 function expectRateHeaders(res: LightMyRequestResponse, limit: number, remaining?: number): void {
   expect(res.headers["x-ratelimit-limit"], `${res.statusCode} ${res.body}`).toBe(String(limit));
   const left = Number(res.headers["x-ratelimit-remaining"]);
@@ -54,7 +47,7 @@ function expectRateHeaders(res: LightMyRequestResponse, limit: number, remaining
 describe("rate-limit headers on the transfer endpoints (spec section 8)", () => {
   it("each endpoint reports its own limit and counts in its own bucket", async () => {
     const { apiKey } = await newParties(t);
-    await startOfWindow();
+    await startOfWindow(t, MINUTE_MS);
 
     const created = await postTransfer(t, apiKey, file());
     expect(created.statusCode, created.body).toBe(201);
@@ -124,7 +117,7 @@ describe("429 RATE_LIMITED", () => {
   it("the 31st download in a minute → 429 with Retry-After, counts nothing; 60 s later it works again", async () => {
     const { apiKey } = await newParties(t);
     const sent = await sendTransfer(t, apiKey, file(), { max_downloads: "100" });
-    await startOfWindow();
+    await startOfWindow(t, MINUTE_MS);
     for (let index = 1; index <= 30; index++) {
       const res = await download(t, apiKey, sent.id);
       expect(res.statusCode, res.body).toBe(200);
@@ -160,7 +153,7 @@ describe("429 RATE_LIMITED", () => {
     const second = await t.call("POST", "/v1/api-keys", { key: apiKey, body: { name: "second" } });
     expect(second.statusCode, second.body).toBe(201);
     const otherKey = second.json().api_key as string;
-    await startOfWindow();
+    await startOfWindow(t, MINUTE_MS);
     for (let index = 0; index < 30; index++)
       expect((await download(t, apiKey, sent.id)).statusCode).toBe(200);
     expectError(await download(t, apiKey, sent.id), 429, "RATE_LIMITED");
@@ -175,7 +168,7 @@ describe("429 RATE_LIMITED", () => {
     ["GET /v1/transfers (120 a minute)", "GET", "/v1/transfers?limit=1", 120, 200],
   ])("%s: the call after the limit → 429", async (_name, method, url, limit, status) => {
     const { apiKey } = await newParties(t);
-    await startOfWindow();
+    await startOfWindow(t, MINUTE_MS);
     for (let index = 1; index <= limit; index++) {
       const res = await t.call(method, url, { key: apiKey });
       expect(res.statusCode).toBe(status);
@@ -190,7 +183,7 @@ describe("429 RATE_LIMITED", () => {
 
   it("POST /v1/transfers: the 61st call in a minute → 429, whatever the first 60 were", async () => {
     const { apiKey } = await newParties(t);
-    await startOfWindow();
+    await startOfWindow(t, MINUTE_MS);
     // Requests refused for their body (415 here) still count: the limit is checked before the body.
     for (let index = 1; index <= 60; index++) {
       const res = await t.call("POST", "/v1/transfers", { key: apiKey, body: {} });
