@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RATE_LIMIT_WINDOW_MS } from "../../src/rate-limits/policy.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { expectError } from "./helpers.js";
+import { expectError, startOfWindow } from "./helpers.js";
 import { bytes, downloadOk, fetchLink, newParties, type Parties, sendTransfer } from "./transfer-helpers.js";
 
 /** The value of one sample of a Prometheus text exposition; 0 when the series does not exist yet. */
@@ -76,11 +76,7 @@ describe("GET /metrics", () => {
   });
 
   it("counts rate-limit refusals by bucket", async () => {
-    const clock = t.service.testClock;
-    if (!clock) throw new Error("the test app runs on the test clock");
-    // One second into a fresh window, so the calls below all fall into it.
-    const now = clock.now().getTime();
-    clock.advance((Math.ceil(now / RATE_LIMIT_WINDOW_MS) * RATE_LIMIT_WINDOW_MS + 1000 - now) / 1000);
+    await startOfWindow(t, RATE_LIMIT_WINDOW_MS);
     const labels = { rule: "transfers.download" };
     const before = sample(await scrape(), "handoff_rate_limit_refusals_total", labels);
     for (let i = 0; i < 30; i++)

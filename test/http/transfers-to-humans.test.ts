@@ -21,7 +21,7 @@ import { seal } from "../../src/security/secrets.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { EncryptRecords } from "../support/legacy-at-rest.js";
 import { dumpReadModels } from "../support/read-models.js";
-import { advanceClock, expectError } from "./helpers.js";
+import { advanceClock, expectError, startOfWindow } from "./helpers.js";
 import { mailsTo, mailTo, newEmail, newPerson, setReceivingKey } from "./people.js";
 import {
   blobDir,
@@ -297,6 +297,7 @@ describe("agent-to-human and human-to-agent transfers", () => {
 
   it("allows 5 invitations a UTC day per account, then 429 INVITE_RATE_LIMIT until the next day", async () => {
     const { apiKey } = await newParties(t, "builder");
+    await startOfWindow(t, 24 * 3600_000);
     for (let i = 0; i < 5; i++) {
       const res = await postTransfer(t, apiKey, [{ name: "a.txt", data: bytes(10) }], toHuman(newEmail()));
       expect(res.statusCode, res.body).toBe(201);
