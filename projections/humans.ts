@@ -1,7 +1,7 @@
 import { type HumanEvent, type ReceivingKey, setsNewPassword } from "../domain/human.js";
 import type { SessionEvent } from "../domain/session.js";
 import { idOf } from "../domain/streams.js";
-import { categoryProjection, endedOnErasure, type Projection } from "./projection.js";
+import { categoryProjection, endedOnErasure, type Projection, sees } from "./projection.js";
 import type { Changed, Inserted } from "./rows.js";
 
 /** A person's side of a human account (its address and name are the account's). */
@@ -87,6 +87,7 @@ type PasswordEvent = Extract<HumanEvent, { type: "PasswordReset" | "PasswordChan
 function endedOnNewPassword(inner: Projection): Projection {
   return {
     ...inner,
+    sees: (recorded) => setsNewPassword(recorded.type) || sees(inner, recorded),
     async apply(trx, recorded) {
       if (!setsNewPassword(recorded.type)) return inner.apply(trx, recorded);
       const event = { type: recorded.type, data: recorded.data } as PasswordEvent;

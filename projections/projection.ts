@@ -11,8 +11,19 @@ export interface Projection {
   name: string;
   tables: string[];
   apply(trx: Knex.Transaction, event: RecordedEvent): Promise<void>;
+  /**
+   * The events `apply` acts on (absent: all of them); the engine passes over the others without
+   * calling it. Most projections follow one stream category, and a transfer's events would
+   * otherwise cost every one of them an asynchronous call that does nothing.
+   */
+  sees?(event: RecordedEvent): boolean;
   /** When present, the engine hands over a batch's events at once (in log order) instead. */
   applyBatch?(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void>;
+}
+
+/** Whether `projection` acts on `event` (Projection.sees). */
+export function sees(projection: Projection, event: RecordedEvent): boolean {
+  return projection.sees?.(event) ?? true;
 }
 
 /**
@@ -28,8 +39,8 @@ export function categoryProjection<E extends { type: string; data: unknown }>(de
   return {
     name: definition.name,
     tables: definition.tables,
+    sees: (recorded) => categoryOf(recorded.streamId) === definition.category,
     async apply(trx, recorded) {
-      if (categoryOf(recorded.streamId) !== definition.category) return;
       const event = { type: recorded.type, data: recorded.data } as E;
       await definition.apply(trx, event, idOf(recorded.streamId), recorded);
     },
@@ -44,6 +55,7 @@ export function categoryProjection<E extends { type: string; data: unknown }>(de
 export function endedOnErasure(inner: Projection, table: string, column: string): Projection {
   return {
     ...inner,
+    sees: (recorded) => recorded.type === "AccountErased" || sees(inner, recorded),
     async apply(trx, recorded) {
       if (recorded.type !== "AccountErased") return inner.apply(trx, recorded);
       const { accountId, at } = recorded.data as { accountId: string; at: string };

@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import type { Projection } from "../../projections/projection.js";
+import { type Projection, sees } from "../../projections/projection.js";
 import type { EventStore, Position, RecordedEvent, Subscription } from "../eventstore/port.js";
 import { isAfter } from "../eventstore/port.js";
 import type { ReadModelFollower } from "./hot-rows.js";
@@ -233,7 +233,7 @@ async function applyBatch(
       const from = expected.get(projection.name) ?? null;
       const unseen = batch.filter((event) => isAfter(event.position, from));
       if (projection.applyBatch) await projection.applyBatch(trx, unseen);
-      else for (const event of unseen) await projection.apply(trx, event);
+      else for (const event of unseen) if (sees(projection, event)) await projection.apply(trx, event);
       moved.set(projection.name, last.position);
     }
   });
