@@ -95,6 +95,13 @@ const WEBHOOK_READ_MODEL_WAIT_MS = 30_000;
  * a batch costs no query (HotLookups.anyLiveWebhook).
  */
 const WEBHOOK_READ_INTERVAL_MS = 10;
+/**
+ * Its pace while the read models show no live webhook anywhere: then a batch makes no message,
+ * and reading every 10 ms cost a log read for most one-time transfers under load (issue 21). An
+ * event that may give an agent a webhook drops that knowledge (HotLookups), and the next wait is
+ * the short one again: a service's first webhook hears of its first transfer up to this much later.
+ */
+const WEBHOOK_IDLE_READ_INTERVAL_MS = 100;
 
 /**
  * PGlite runs in this thread and no other process can write to it: every append wakes the
@@ -244,7 +251,10 @@ export async function openService(config: Config, options: ServiceOptions = {}):
       enqueued: () => webhooks.wake(),
     }),
     (error) => console.error("queueing a webhook message failed:", error),
-    { intervalMs: WEBHOOK_READ_INTERVAL_MS, types: WEBHOOK_REACTOR_EVENTS },
+    {
+      intervalMs: () => (hot.knownNoLiveWebhook() ? WEBHOOK_IDLE_READ_INTERVAL_MS : WEBHOOK_READ_INTERVAL_MS),
+      types: WEBHOOK_REACTOR_EVENTS,
+    },
   );
   const rotationsReactor = new Reactor(
     "webhook-rotations",

@@ -21,8 +21,11 @@ export function oneByOne(react: (event: RecordedEvent) => Promise<boolean>) {
 
 /** How a reactor reads the log. */
 export interface ReactorReading {
-  /** How long a batch gathers appends under load (DEFAULT_READ_INTERVAL_MS): what its effect may lag behind them. */
-  intervalMs?: number;
+  /**
+   * How long a batch gathers appends under load (DEFAULT_READ_INTERVAL_MS): what its effect may lag
+   * behind them. A function is asked before each wait.
+   */
+  intervalMs?: number | (() => number);
   /** The only event types it acts on: the others are passed over unread (SubscribeOptions.types). */
   types?: readonly string[];
 }

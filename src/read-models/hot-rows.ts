@@ -30,6 +30,11 @@ export class HotRows<Row> {
   private generation = 0;
   private live = false;
 
+  /** The answer held for `key`, without looking it up. */
+  held(key: string): Row | undefined {
+    return this.answers.get(key);
+  }
+
   async get(key: string, look: () => Promise<Row | undefined>): Promise<Row | undefined> {
     const held = this.answers.get(key);
     if (held !== undefined) return held;
@@ -109,6 +114,14 @@ export class HotLookups implements ReadModelFollower {
   async anyLiveWebhook(): Promise<boolean> {
     const found = await this.webhooks.get("any", async () => ({ any: await anyLiveWebhook(this.db) }));
     return found?.any ?? false;
+  }
+
+  /**
+   * No agent has a live webhook, as the read models showed when last asked (anyLiveWebhook) and
+   * nothing has changed since that could give one a webhook. False when not known.
+   */
+  knownNoLiveWebhook(): boolean {
+    return this.webhooks.held("any")?.any === false;
   }
 
   following(live: boolean): void {
