@@ -26,6 +26,11 @@ const UNRELATED = new Set(["transfer", "usage"]);
  */
 export class HotRows<Row> {
   private readonly answers = new Map<string, Row>();
+  /**
+   * Look-ups under way, shared by whoever asks the same meanwhile: after a drop, every request in
+   * flight would otherwise read the same row at once (32 reads of one API key under 32 clients).
+   */
+  private readonly asking = new Map<string, Promise<Row | undefined>>();
   /** Moves on every drop: an answer read across one is not remembered. */
   private generation = 0;
   private live = false;
@@ -35,16 +40,25 @@ export class HotRows<Row> {
     return this.answers.get(key);
   }
 
-  async get(key: string, look: () => Promise<Row | undefined>): Promise<Row | undefined> {
+  get(key: string, look: () => Promise<Row | undefined>): Promise<Row | undefined> {
     const held = this.answers.get(key);
-    if (held !== undefined) return held;
+    if (held !== undefined) return Promise.resolve(held);
+    const asked = this.asking.get(key);
+    if (asked) return asked;
     const generation = this.generation;
-    const row = await look();
-    if (row !== undefined && this.live && generation === this.generation) {
-      this.answers.set(key, row);
-      if (this.answers.size > HELD) this.answers.delete(this.answers.keys().next().value as string);
-    }
-    return row;
+    const lookup = look()
+      .then((row) => {
+        if (row !== undefined && this.live && generation === this.generation) {
+          this.answers.set(key, row);
+          if (this.answers.size > HELD) this.answers.delete(this.answers.keys().next().value as string);
+        }
+        return row;
+      })
+      .finally(() => {
+        if (this.asking.get(key) === lookup) this.asking.delete(key);
+      });
+    this.asking.set(key, lookup);
+    return lookup;
   }
 
   /** The engine runs from now on (true) or stopped (false); either way what was held goes. */
@@ -53,9 +67,11 @@ export class HotRows<Row> {
     this.drop();
   }
 
+  /** Forgets every answer; a look-up still under way is not shared with anyone who asks from now on. */
   drop(): void {
     this.generation++;
     this.answers.clear();
+    this.asking.clear();
   }
 }
 
