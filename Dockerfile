@@ -49,4 +49,5 @@ EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
-CMD ["node", "dist/src/cli.js", "serve"]
+# --v8-pool-size=0: as many V8 helper threads as the machine has cores less one (see docs/deployment.md).
+CMD ["node", "--v8-pool-size=0", "dist/src/cli.js", "serve"]

@@ -153,7 +153,13 @@ export class ServerChild {
   }
 }
 
-/** The real service, compiled (`npm run build`), as an operator runs it: `node dist/src/cli.js serve`. */
+/** What every way of starting the server passes Node (test/integration/serve-flags.test.ts). */
+export const SERVE_NODE_FLAG = "--v8-pool-size=0";
+
+/**
+ * The real service, compiled (`npm run build`), as an operator runs it: `node --v8-pool-size=0
+ * dist/src/cli.js serve`, as the Dockerfile and `npm start` do.
+ */
 export function startHandoff(options: {
   dataDir: string;
   nodeArgs?: string[];
@@ -161,7 +167,7 @@ export function startHandoff(options: {
 }): Promise<ServerChild> {
   return ServerChild.start(
     "handoff",
-    [...(options.nodeArgs ?? []), "dist/src/cli.js", "serve"],
+    [SERVE_NODE_FLAG, ...(options.nodeArgs ?? []), "dist/src/cli.js", "serve"],
     { DATA_DIR: options.dataDir, ADMIN_TOKEN, ...(options.env ?? {}) },
     "/readyz",
   );

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --v8-pool-size=0
 import { errorLine, UsageError } from "./cli-errors.js";
 import { handoffProgram } from "./cli-program.js";
 
