@@ -14,8 +14,9 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { type Readable, Transform, type TransformCallback, Writable } from "node:stream";
+import { finished, Readable, Transform, type TransformCallback, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { FileThreads } from "./file-threads.js";
 import type { LocalBlobUrls } from "./local-urls.js";
 import {
   BlobNotFoundError,
@@ -26,6 +27,7 @@ import {
   type LeftoverScan,
   type OpenedBlob,
   type PresignedRequest,
+  SMALL_BLOB_BYTES,
   type StoredGroup,
   type UploadUrlOptions,
 } from "./port.js";
@@ -204,6 +206,8 @@ export class FileSystemBlobStore implements BlobStore {
   private readonly puts = new Map<string, string>();
   readonly resumable: ResumableUploads;
   private readonly owners: StagingOwners;
+  /** Small blobs are written and read whole there, in one message each (FileThreads). */
+  private readonly threads = new FileThreads();
 
   constructor(
     rootDir: string,
@@ -225,6 +229,13 @@ export class FileSystemBlobStore implements BlobStore {
     this.puts.set(temp, key);
     try {
       await this.owners.start();
+      const small = await wholeIfSmall(body, SMALL_BLOB_BYTES);
+      if (small) {
+        if (options.maxBytes !== null && small.length > options.maxBytes)
+          throw new BlobTooLargeError(options.maxBytes);
+        await this.threads.writeWhole(temp, target, small);
+        return { size: small.length };
+      }
       // The file exists before any byte flows, so the clean-up below always has it to remove.
       const file = await this.createTemp(temp);
       const sink = new FileSink(file, options.maxBytes);
@@ -267,17 +278,18 @@ export class FileSystemBlobStore implements BlobStore {
   }
 
   async open(key: string): Promise<OpenedBlob | null> {
-    const file = await open(this.pathOf(key), "r").catch((error: NodeJS.ErrnoException) => {
+    const path = this.pathOf(key);
+    const whole = await this.threads.readWhole(path, SMALL_BLOB_BYTES);
+    if (whole.kind === "missing") return null;
+    if (whole.kind === "bytes") return inMemory(whole.bytes);
+    const file = await open(path, "r").catch((error: NodeJS.ErrnoException) => {
       if (isMissing(error)) return null;
       throw error;
     });
     if (!file) return null;
     try {
       const { size } = await file.stat();
-      const span = (range?: ByteRange) => {
-        const start = range?.start ?? 0;
-        return { start, end: Math.max(Math.min(range?.end ?? size - 1, size - 1), 0) };
-      };
+      const span = (range?: ByteRange) => spanOf(size, range);
       return {
         size,
         // An end keeps each read to what is left: without one a 1 KiB file still gets a 1 MiB buffer.
@@ -393,6 +405,7 @@ export class FileSystemBlobStore implements BlobStore {
   /** Ends this store's lease: its heartbeat goes, so the others know at once it writes no more. */
   async close(): Promise<void> {
     await this.owners.stop();
+    await this.threads.close();
   }
 
   /** Writes and removes a probe file, so a read-only or full disk answers with an error. */
@@ -455,6 +468,63 @@ export class FileSystemBlobStore implements BlobStore {
       }
     }
   }
+}
+
+/** The inclusive span a read of `range` covers in a blob of `size` bytes (the end clamped to the last byte). */
+function spanOf(size: number, range?: ByteRange): { start: number; end: number } {
+  const start = range?.start ?? 0;
+  return { start, end: Math.max(Math.min(range?.end ?? size - 1, size - 1), 0) };
+}
+
+/** A small blob read whole: served from memory, nothing left open. */
+function inMemory(bytes: Buffer): OpenedBlob {
+  const slice = (range?: ByteRange) => {
+    const { start, end } = spanOf(bytes.length, range);
+    return bytes.length === 0 ? bytes : bytes.subarray(start, end + 1);
+  };
+  return {
+    size: bytes.length,
+    read: async (range) => Readable.from([slice(range)], { objectMode: false }),
+    bytes: async (range) => slice(range),
+    close: async () => {},
+  };
+}
+
+/**
+ * A body of at most `limit` bytes, read whole; null for a longer one, which is then left as it was
+ * (what was read of it is put back at its front) for the caller to pipe. A body that fails or
+ * closes before its end fails with what a pipeline would have failed with.
+ */
+export function wholeIfSmall(body: Readable, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onReadable = () => {
+      for (let chunk = body.read() as Buffer | null; chunk !== null; chunk = body.read() as Buffer | null) {
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size > limit) {
+          stop();
+          // Until the caller pipes the rest, an error must not go unheard: the stream keeps it
+          // (`errored`), and the pipeline the caller starts then fails with it.
+          body.on("error", () => {});
+          body.unshift(Buffer.concat(chunks, size));
+          resolve(null);
+          return;
+        }
+      }
+    };
+    const stopWatching = finished(body, { writable: false }, (error) => {
+      stop();
+      if (error) reject(error);
+      else resolve(Buffer.concat(chunks, size));
+    });
+    const stop = () => {
+      body.off("readable", onReadable);
+      stopWatching();
+    };
+    body.on("readable", onReadable);
+  });
 }
 
 function isMissing(error: NodeJS.ErrnoException): boolean {

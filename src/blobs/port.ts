@@ -44,6 +44,13 @@ export interface BlobStore {
 }
 
 /** A blob opened to be served: read it once, or close it unread. */
+/**
+ * A blob up to this size is small: stored and read whole, and a download sends it as one buffer.
+ * Most handoffs are small, and for them a stream's machinery (and a trip through a thread pool per
+ * file system call) cost several times their bytes (issue 21). Larger ones stream.
+ */
+export const SMALL_BLOB_BYTES = 64 * 1024;
+
 export interface OpenedBlob {
   size: number;
   /** Streams the blob, or the inclusive range `start`–`end` of it: the start inside it, the end clamped to its size. */

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN } from "../support/app.js";
@@ -16,6 +17,19 @@ import {
 } from "./support.js";
 
 const skipReason = tmpfsSkipReason();
+
+/** Writes `path` until the disk it is on has no block left. */
+function fillDisk(path: string): void {
+  const fd = openSync(path, "w");
+  const block = Buffer.alloc(64 * 1024);
+  try {
+    for (;;) writeSync(fd, block);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
 const MiB = 1024 * 1024;
 
 /**
@@ -82,5 +96,17 @@ describe.skipIf(skipReason !== "")(titled("a full blob disk", skipReason), () =>
       path: "blob_store",
       message: expect.stringContaining("under the floor of 4.0 MiB (MIN_FREE_DISK_MB)"),
     });
+
+    // A small file is written whole by the store's file threads: with the disk filled to the last
+    // block, it is refused the same way, and nothing of it is left.
+    const filler = join(blobs, "filler");
+    fillDisk(filler);
+    cleanups.push(() => rmSync(filler, { force: true }));
+    const full = filesUnder(blobs).filter((name) => !name.startsWith(".tmp/owners/"));
+    const small = await upload(server.baseUrl, apiKey, [randomBytes(1000)]);
+    expect(
+      isCut(small) ? small.cut : { status: small.status, code: (small.body.error as { code: string }).code },
+    ).toEqual({ status: 507, code: "INSUFFICIENT_STORAGE" });
+    expect(filesUnder(blobs).filter((name) => !name.startsWith(".tmp/owners/"))).toEqual(full);
   }, 400_000);
 });

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blobKey } from "../../src/blobs/keys.js";
+import { SMALL_BLOB_BYTES } from "../../src/blobs/port.js";
 import { newTransferId } from "../../src/command-handlers/transfers/upload.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import {
@@ -65,7 +66,8 @@ describe("crash leftovers in the blob store (finding 5)", () => {
     const transferId = newTransferId();
     const body = new PassThrough();
     const putting = t.service.blobs.put(blobKey(transferId, "f_inprogress00000"), body, { maxBytes: null });
-    body.write("first bytes");
+    // Past the small-file size, so the put streams to a temporary file (a smaller one waits in memory).
+    body.write(Buffer.alloc(SMALL_BLOB_BYTES + 1));
     await new Promise((resolve) => setTimeout(resolve, 50));
     const fresh = newTransferId();
     leaveBlob(fresh, 0);

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { statusAt, type TransferStatus } from "../../../domain/transfer.js";
 import { attachment } from "../../blobs/content-disposition.js";
 import type { LocalBlobUrls } from "../../blobs/local-urls.js";
-import { BlobNotFoundError, BlobTooLargeError } from "../../blobs/port.js";
+import { BlobNotFoundError, BlobTooLargeError, SMALL_BLOB_BYTES } from "../../blobs/port.js";
 import { loadTransfer } from "../../command-handlers/transfers/record.js";
 import * as api from "../../contract/transfers.js";
 import { isMediaType } from "../../contract/transfers.js";
@@ -20,11 +20,6 @@ const goneWhenMissing = (error: unknown): never => {
 };
 /** Statuses whose files a download link serves: the last counted download's links included. */
 const DOWNLOADABLE: TransferStatus[] = ["active", "downloaded"];
-/**
- * Files up to this size are read whole and sent as one buffer: most handoffs are small, and for
- * them a stream's machinery cost several times the bytes (issue 21). Larger ones stream.
- */
-const WHOLE_IN_MEMORY = 64 * 1024;
 const invalidLink = () => new HttpError(403, "FORBIDDEN", "this link is invalid or has expired");
 
 /** `bytes=a-b`, `bytes=a-` or `bytes=-n` against a blob of `size` bytes; null for no (usable) Range. */
@@ -124,7 +119,7 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
           reply.header("content-range", `bytes */${blob.size}`);
           throw new HttpError(416, "RANGE_NOT_SATISFIABLE", `the file has ${blob.size} bytes`);
         }
-        const small = blob.size <= WHOLE_IN_MEMORY;
+        const small = blob.size <= SMALL_BLOB_BYTES;
         const body = await (small ? blob.bytes(range ?? undefined) : blob.read(range ?? undefined)).catch(
           goneWhenMissing,
         );
