@@ -182,6 +182,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     hot,
     blobs,
     heldKeys: new HeldContentKeys(db, serverKey),
+    readModelsCaughtUp: () => engine.caughtUp(),
   };
   const tokens = new HumanTokens(serverKey);
   const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));

@@ -43,7 +43,6 @@ export interface BlobStore {
   leftovers?: LeftoverScan;
 }
 
-/** A blob opened to be served: read it once, or close it unread. */
 /**
  * A blob up to this size is small: stored and read whole, and a download sends it as one buffer.
  * Most handoffs are small, and for them a stream's machinery (and a trip through a thread pool per
@@ -51,6 +50,7 @@ export interface BlobStore {
  */
 export const SMALL_BLOB_BYTES = 64 * 1024;
 
+/** A blob opened to be served: read it once, or close it unread. */
 export interface OpenedBlob {
   size: number;
   /** Streams the blob, or the inclusive range `start`–`end` of it: the start inside it, the end clamped to its size. */

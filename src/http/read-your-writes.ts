@@ -1,9 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Position } from "../eventstore/port.js";
+import { READ_YOUR_WRITES_TIMEOUT_MS } from "../read-models/engine.js";
 import type { Service } from "../service.js";
-
-/** How long an answer waits for the read models before it goes without them (the write stands). */
-const SETTLE_TIMEOUT_MS = 5000;
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -27,11 +25,11 @@ export function readYourWrites(app: FastifyInstance, service: Service) {
   app.addHook("preHandler", async (request) => {
     const config = request.routeOptions.config;
     if (config?.auth === "none" || config?.readsModels === false) return;
-    await service.engine.waitFor(await service.store.committedPosition(), SETTLE_TIMEOUT_MS);
+    await service.engine.caughtUp(READ_YOUR_WRITES_TIMEOUT_MS);
   });
   return {
     settle: async (position: Position | null): Promise<void> => {
-      await service.engine.waitFor(position, SETTLE_TIMEOUT_MS);
+      await service.engine.waitFor(position, READ_YOUR_WRITES_TIMEOUT_MS);
     },
   };
 }

@@ -11,6 +11,9 @@ export interface RebuildProgress {
 }
 
 const REBUILD_BATCH = 5000;
+
+/** How long a reader or an answer waits for the read models before it goes without them (the write stands). */
+export const READ_YOUR_WRITES_TIMEOUT_MS = 5000;
 /** Events read and applied per transaction while catching up; under load, concurrent requests share one. */
 const BATCH_SIZE = 500;
 /**
@@ -81,6 +84,14 @@ export class ProjectionEngine {
     return this.projections
       .filter((p) => isAfter(position, this.checkpoints.get(p.name) ?? null))
       .map((p) => p.name);
+  }
+
+  /**
+   * Read-your-writes for a reader: resolves true once every projection has applied everything
+   * committed to the log before the call, on any instance, or false after `timeoutMs`.
+   */
+  async caughtUp(timeoutMs = READ_YOUR_WRITES_TIMEOUT_MS): Promise<boolean> {
+    return this.waitFor(await this.store.committedPosition(), timeoutMs);
   }
 
   /**

@@ -38,10 +38,19 @@ export interface ResolvedParties {
  * have sent to it.
  */
 export async function resolveParties(
-  { db, people, hot }: { db: Knex; people: PersonalData; hot: HotLookups },
+  {
+    db,
+    people,
+    hot,
+    readModelsCaughtUp,
+  }: { db: Knex; people: PersonalData; hot: HotLookups; readModelsCaughtUp(): Promise<unknown> },
   accountId: string,
   input: PartiesInput,
 ): Promise<ResolvedParties> {
+  // A send is answered without waiting for the read models (readsModels: false); an agent's
+  // parties come from the hot look-ups, which follow them. A person's side reads the read models
+  // themselves (who they are, who sent to them): those must first show what was committed before.
+  if (input.mode !== "agent-to-agent") await readModelsCaughtUp();
   const senderAgent =
     input.mode === "human-to-agent" ? null : await hot.connectedAgent(accountId, input.sender);
   if (input.mode !== "human-to-agent" && !senderAgent) {

@@ -48,6 +48,11 @@ export interface TransferDeps extends CommandDeps {
   hot: HotLookups;
   blobs: BlobStore;
   heldKeys: HeldContentKeys;
+  /**
+   * Waits until the read models show everything committed so far (ProjectionEngine.caughtUp), for
+   * a command that reads them without the HTTP edge having waited (a send).
+   */
+  readModelsCaughtUp(): Promise<unknown>;
 }
 
 /** The quota stream's snapshot kind: a new shape of UsageState takes a new kind. */
