@@ -41,6 +41,10 @@ function writeWhole({ temp, target, bytes }) {
   } finally {
     fs.closeSync(fd);
   }
+  moveIntoPlace({ temp, target });
+}
+
+function moveIntoPlace({ temp, target }) {
   // A delete may remove the (empty) directory between the two calls: make it again and retry.
   for (let attempt = 1; ; attempt++) {
     fs.mkdirSync(dirname(target), { recursive: true });
@@ -78,7 +82,8 @@ function readWhole({ path, limit }) {
 
 parentPort.on("message", (message) => {
   try {
-    const result = message.op === "write" ? writeWhole(message) : readWhole(message);
+    const op = { write: writeWhole, move: moveIntoPlace, read: readWhole }[message.op];
+    const result = op(message);
     parentPort.postMessage({ id: message.id, result });
   } catch (error) {
     const { code, errno, syscall, path } = error;
@@ -92,6 +97,7 @@ export type WholeRead = { kind: "missing" } | { kind: "large" } | { kind: "bytes
 
 type Request =
   | { op: "write"; temp: string; target: string; bytes: Buffer }
+  | { op: "move"; temp: string; target: string }
   | { op: "read"; path: string; limit: number };
 
 interface Reply {
@@ -170,6 +176,11 @@ export class FileThreads {
   /** Writes `bytes` to `temp` (created, never overwritten), fsyncs it, and renames it to `target`. */
   async writeWhole(temp: string, target: string, bytes: Buffer): Promise<void> {
     await this.ask({ op: "write", temp, target, bytes });
+  }
+
+  /** Renames a finished `temp` to `target`, making the target's folder first. */
+  async moveIntoPlace(temp: string, target: string): Promise<void> {
+    await this.ask({ op: "move", temp, target });
   }
 
   /** The whole file at `path` when it has at most `limit` bytes. */

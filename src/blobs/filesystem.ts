@@ -6,7 +6,6 @@ import {
   mkdir,
   open,
   readdir,
-  rename,
   rm,
   rmdir,
   stat,
@@ -244,7 +243,7 @@ export class FileSystemBlobStore implements BlobStore {
       } finally {
         await file.close();
       }
-      await this.moveIntoPlace(temp, target);
+      await this.threads.moveIntoPlace(temp, target);
       return { size: sink.bytes };
     } catch (error) {
       body.destroy();
@@ -443,19 +442,6 @@ export class FileSystemBlobStore implements BlobStore {
     if (inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside))
       throw new Error(`invalid blob key ${JSON.stringify(key)}`);
     return path;
-  }
-
-  /** Renames atomically; a delete may have removed the (empty) directory meanwhile, so recreate it and retry. */
-  private async moveIntoPlace(temp: string, target: string): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      await mkdir(dirname(target), { recursive: true });
-      try {
-        await rename(temp, target);
-        return;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 5) throw error;
-      }
-    }
   }
 
   /** Removes the directories a key left empty, up to (not including) the root. */
