@@ -165,11 +165,12 @@ const stripUndefined = (fields: Reply["error"] & object) =>
  * close, mkdir, rename) and its download (open, stat, read, close) were ten such trips, each a
  * wake-up of a pool thread that took the core from the request thread on a small machine; as two
  * messages they cost it about a fifth less a pair (docs/design.md). Threads start on first use, and
- * a thread that dies is replaced by the next request.
+ * a thread that dies is replaced by the next request, until close.
  */
 export class FileThreads {
   private readonly threads: FileThread[] = [];
   private nextId = 1;
+  private closed = false;
 
   constructor(private readonly count = FILE_THREADS) {}
 
@@ -192,13 +193,16 @@ export class FileThreads {
     return { kind: "bytes", bytes: Buffer.from(buffer, byteOffset, byteLength) };
   }
 
+  /** Stops the threads; what is asked afterwards is refused (a closed store writes nothing more). */
   async close(): Promise<void> {
+    this.closed = true;
     const threads = this.threads.splice(0);
     await Promise.all(threads.map((thread) => thread.terminate()));
   }
 
   /** Sends to the least busy thread, starting one while there are fewer than `count`. */
   private ask(request: Request): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error("the blob store is closed"));
     let thread = this.threads.reduce<FileThread | undefined>(
       (best, t) => (!best || t.waiting.size < best.waiting.size ? t : best),
       undefined,

@@ -67,13 +67,16 @@ describe("the store's file threads", () => {
     });
   });
 
-  it("start again after close", async () => {
+  it("refuse work once closed: a closed store writes nothing more", async () => {
     const own = new FileThreads(1);
-    const path = join(dir.path, "again");
-    await own.writeWhole(join(dir.path, "again.part"), path, Buffer.from("one"));
+    const path = join(dir.path, "closed");
+    await own.writeWhole(join(dir.path, "closed.part"), path, Buffer.from("one"));
     await own.close();
-    expect(await own.readWhole(path, 10)).toMatchObject({ kind: "bytes" });
-    await own.close();
+    await expect(own.readWhole(path, 10)).rejects.toThrow("the blob store is closed");
+    await expect(
+      own.writeWhole(join(dir.path, "late.part"), join(dir.path, "late"), Buffer.from("two")),
+    ).rejects.toThrow("the blob store is closed");
+    expect(existsSync(join(dir.path, "late"))).toBe(false);
   });
 });
 
