@@ -8,6 +8,7 @@ import { connectionOperations } from "./connections.js";
 import { directoryOperations } from "./directory.js";
 import { healthOperations } from "./health.js";
 import { historyOperations } from "./history.js";
+import { logOperations } from "./log.js";
 import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
@@ -34,6 +35,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...transferOperations,
   ...resumableOperations,
   ...historyOperations,
+  ...logOperations,
   ...broadcastOperations,
   ...adminOperations,
 ];

@@ -28,6 +28,7 @@ import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
 import { historyRoutes } from "./routes/history.js";
 import { humanRoutes } from "./routes/humans.js";
+import { logRoutes } from "./routes/log.js";
 import { profileRoutes } from "./routes/profile.js";
 import { resumableRoutes } from "./routes/resumable.js";
 import { transferRoutes } from "./routes/transfers.js";
@@ -120,6 +121,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(broadcastRoutes(context));
   await app.register(transferRoutes(context));
   await app.register(historyRoutes(context));
+  await app.register(logRoutes(context));
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   await app.register(resumableRoutes(context, service.uploadLinks));
   if (service.config.adminToken) await app.register(adminRoutes(context));

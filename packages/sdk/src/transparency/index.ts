@@ -5,6 +5,7 @@
  */
 export { canonicalJson, entryBytes, entryLeafHash, type LogEntry } from "./entry.js";
 export {
+  CompactRange,
   consistencyProof,
   EMPTY_ROOT,
   equalHashes,

@@ -208,3 +208,36 @@ export function equalHashes(a: Uint8Array, b: Uint8Array): boolean {
 function isPowerOfTwo(n: number): boolean {
   return n >= 1 && Number.isInteger(Math.log2(n));
 }
+
+/**
+ * The right edge of a tree being built leaf by leaf: the roots of its complete subtrees, largest
+ * first (the binary digits of its size). Memory is logarithmic in the size, and the root of the
+ * tree so far is one fold away: what a verifier recomputing a whole log needs.
+ */
+export class CompactRange {
+  private readonly subtrees: { size: number; hash: Hash }[] = [];
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  append(hash: Hash): void {
+    let merged = { size: 1, hash };
+    for (let top = this.subtrees.at(-1); top && top.size === merged.size; top = this.subtrees.at(-1)) {
+      this.subtrees.pop();
+      merged = { size: top.size * 2, hash: nodeHash(top.hash, merged.hash) };
+    }
+    this.subtrees.push(merged);
+    this.count++;
+  }
+
+  root(): Hash {
+    let hash: Hash | null = null;
+    for (let i = this.subtrees.length - 1; i >= 0; i--) {
+      const left = (this.subtrees[i] as { hash: Hash }).hash;
+      hash = hash ? nodeHash(left, hash) : left;
+    }
+    return hash ?? EMPTY_ROOT;
+  }
+}

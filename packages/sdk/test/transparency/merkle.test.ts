@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  CompactRange,
   consistencyProof,
   EMPTY_ROOT,
   inclusionProof,
@@ -180,6 +181,19 @@ describe("the log's Merkle tree (RFC 6962)", () => {
         expect(verifyConsistency(from, size, await treeRoot(tree, from), root, proof)).toBe(true);
       }
     }
+  });
+
+  it("folds a compact range to the root of every size it passes", async () => {
+    const leaves = randomLeaves(600, 4).map(leafHash);
+    const tree = leavesSource(leaves);
+    const range = new CompactRange();
+    expect(hex(range.root())).toBe(hex(EMPTY_ROOT));
+    for (const [i, leaf] of leaves.entries()) {
+      range.append(leaf);
+      if (i % 37 === 0 || i === leaves.length - 1)
+        expect(hex(range.root())).toBe(hex(await treeRoot(tree, i + 1)));
+    }
+    expect(range.size).toBe(600);
   });
 
   it("refuses proofs for leaves and sizes outside the tree", async () => {
