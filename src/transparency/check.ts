@@ -2,10 +2,11 @@ import {
   CompactRange,
   entryLeafHash,
   equalHashes,
+  formatVerifierKey,
   type Hash,
   NoteError,
   openCheckpoint,
-  type VerifierKey,
+  parseVerifierKey,
 } from "@handoff/sdk/transparency";
 import type { Knex } from "knex";
 import type { EventStore, Position } from "../eventstore/port.js";
@@ -44,7 +45,7 @@ export async function checkLog(
   const signed = checkpoints.all()[Symbol.asyncIterator]();
   const recorded = recordedLeaves(db, hashed);
   const range = new CompactRange();
-  let next = await nextCheckpoint(signed, checkpoints.verifier);
+  let next = await nextCheckpoint(signed, checkpoints.publicKey);
   let lastChecked: number | null = null;
   const failure = (leafIndex: number, problem: string): LogCheck => ({
     ok: false,
@@ -81,7 +82,7 @@ export async function checkLog(
           );
         }
         lastChecked = next.size;
-        const following = await nextCheckpoint(signed, checkpoints.verifier);
+        const following = await nextCheckpoint(signed, checkpoints.publicKey);
         if (following instanceof NoteError)
           return failure(range.size, `a kept checkpoint does not verify: ${following.message}`);
         next = following;
@@ -99,14 +100,20 @@ export async function checkLog(
   return { ok: true, leaves: range.size, checkpoint: lastChecked };
 }
 
-/** The next kept checkpoint, its signature checked; null after the last; a NoteError for a bad one. */
+/**
+ * The next kept checkpoint, its signature by the log's key checked; null after the last; a NoteError
+ * for a bad one. Each is checked under the origin it names: a deployment that moved to another
+ * PUBLIC_BASE_URL signs under a new name with the same key, and its old checkpoints still count.
+ */
 async function nextCheckpoint(
   signed: AsyncIterator<SignedCheckpoint>,
-  key: VerifierKey,
+  publicKey: Uint8Array,
 ): Promise<{ size: number; root: Hash } | null | NoteError> {
   const { value, done } = await signed.next();
   if (done) return null;
   try {
+    const origin = value.note.slice(0, value.note.indexOf("\n"));
+    const key = parseVerifierKey(formatVerifierKey(origin, publicKey));
     return { size: value.size, root: openCheckpoint(value.note, key).root };
   } catch (error) {
     if (error instanceof NoteError) return error;

@@ -31,7 +31,6 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
               code: "LOG_TAMPERED",
               message: `the transparency log does not match the stored events: ${log.problem}`,
               status: 503,
-              details: [{ path: "transparency_log", message: `first differing leaf: ${log.leafIndex}` }],
             },
           });
         }
