@@ -7,7 +7,8 @@ import { runStatements } from "./statements.js";
  * leaves from tile·256 on: every other node is hashed from one tile, so a proof is a few indexed
  * reads. The last tile of each level grows until full. Leaf positions are kept 256 to a row, in
  * leaf order, so a position finds its leaf index. The hasher's place (`log_state`) moves in the
- * same transaction as the tiles; signed checkpoints are kept as signed, byte for byte.
+ * same transaction as the tiles; signed checkpoints are kept as signed, byte for byte. An agent
+ * keeps the position of the event that set its current keys, whose leaf proves them (decisions 9.6).
  */
 export async function up(knex: Knex): Promise<void> {
   await runStatements(
@@ -35,7 +36,8 @@ export async function up(knex: Knex): Promise<void> {
       tree_size bigint primary key,
       note text not null,
       signed_at timestamptz not null default now()
-    )
+    );
+    alter table agents add column key_position text
   `,
   );
 }
@@ -44,6 +46,7 @@ export async function down(knex: Knex): Promise<void> {
   await runStatements(
     knex,
     `
+    alter table agents drop column key_position;
     drop table log_checkpoints;
     drop table log_state;
     drop table log_leaf_positions;

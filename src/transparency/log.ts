@@ -158,7 +158,8 @@ export class TransparencyLog {
   }
 
   /** 9.6: the proof of the leaf at `position` in the newest checkpoint; null until a checkpoint covers it. */
-  async keyProof(position: Position): Promise<KeyProof | null> {
+  async keyProof(position: Position | null): Promise<KeyProof | null> {
+    if (position === null) return null;
     const [leaf, newest] = await Promise.all([this.leafOf(position), this.newestCheckpoint()]);
     if (!leaf || !newest || leaf.leafIndex >= newest.size) return null;
     const proof = await inclusionProof(tileSubtrees(this.tiles.get), leaf.leafIndex, newest.size);

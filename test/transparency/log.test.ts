@@ -192,6 +192,64 @@ function describeOn(database: "pglite" | "postgres") {
         }
       });
 
+      it("proves an agent's current keys in agent answers and resolve, and the proof moves with a rotation (9.6)", async () => {
+        const key = parseVerifierKey((await t.call("GET", "/v1/log/key")).json().vkey);
+        const bob = parties.bob;
+        await checkpointOfAll(t);
+        const checkProof = (
+          answer: { public_key?: string | null; key_version?: number | null; key_proof: unknown },
+          agentId = bob.id,
+        ) => {
+          const proof = answer.key_proof as {
+            leaf_index: number;
+            entry: LogEntry;
+            tree_size: number;
+            checkpoint: string;
+            inclusion: string[];
+          };
+          const checkpoint = openCheckpoint(proof.checkpoint, key);
+          expect(checkpoint.size).toBe(proof.tree_size);
+          expect(proof.entry).toMatchObject({
+            type: "AgentConnected",
+            stream: `agent-${agentId}`,
+            data: { publicKey: answer.public_key, keyVersion: answer.key_version },
+          });
+          const hashes = proof.inclusion.map(fromBase64);
+          expect(
+            verifyInclusion(
+              entryLeafHash(proof.entry),
+              proof.leaf_index,
+              proof.tree_size,
+              hashes,
+              checkpoint.root,
+            ),
+          ).toBe(true);
+          return proof;
+        };
+        const got = await t.call("GET", `/v1/agents/${bob.id}`, { key: parties.apiKey });
+        expect(got.statusCode, got.body).toBe(200);
+        const first = checkProof(got.json());
+        const resolved = await t.call("GET", "/v1/agents/resolve?agent_id=bob", { key: parties.apiKey });
+        expect(resolved.statusCode, resolved.body).toBe(200);
+        expect(checkProof(resolved.json()).leaf_index).toBe(first.leaf_index);
+
+        // Rotation (decisions 3.7): disconnect and register the slug again; the proof names the new leaf.
+        expect((await t.call("DELETE", `/v1/agents/${bob.id}`, { key: parties.apiKey })).statusCode).toBe(
+          200,
+        );
+        const again = await t.call("POST", "/v1/agents/register", {
+          key: parties.apiKey,
+          body: { agent_id: "bob", public_key: Buffer.alloc(32, 9).toString("base64") },
+        });
+        expect(again.statusCode, again.body).toBe(201);
+        parties.bob = again.json();
+        await checkpointOfAll(t);
+        const rotated = await t.call("GET", "/v1/agents/resolve?agent_id=bob", { key: parties.apiKey });
+        const proof = checkProof(rotated.json(), again.json().id);
+        expect(proof.leaf_index).toBeGreaterThan(first.leaf_index);
+        expect(rotated.json().key_version).toBe(2);
+      });
+
       it("keeps every leaf and proof valid through an erasure (decisions 6.5)", async () => {
         const before = await checkpointOfAll(t);
         const erased = await t.call("POST", `/v1/admin/accounts/${parties.accountId}/erase`, {

@@ -1072,7 +1072,7 @@ export interface components {
          * @enum {string}
          */
         ActorKind: "api_key" | "session" | "connection_token" | "admin" | "system" | "signed_url";
-        /** @description An agent with its public keys (spec 2.1) */
+        /** @description An agent with its public keys (spec 2.1) and the log's proof of them (decisions 9.6) */
         Agent: {
             /** Format: uuid */
             id: string;
@@ -1094,6 +1094,7 @@ export interface components {
             /** @constant */
             signing_key_algorithm: "Ed25519";
             key_version?: number;
+            key_proof: components["schemas"]["KeyProof"] | null;
             last_seen_at: string | null;
             metadata: {
                 [key: string]: unknown;
@@ -1567,6 +1568,15 @@ export interface components {
             iterations: number;
             parallelism: number;
         };
+        /** @description The leaf that set the agent's current keys, proven in a signed checkpoint (decisions 9.6); null until a checkpoint covers it (within about a second of a registration) */
+        KeyProof: {
+            leaf_index: number;
+            entry: components["schemas"]["LogEntry"];
+            tree_size: number;
+            /** @description The signed note of the tree the proof is against */
+            checkpoint: string;
+            inclusion: string[];
+        };
         /** @description A leaf of the log: its bytes are this object's RFC 8785 canonical JSON (decisions 9.1) */
         LogEntry: {
             position: string;
@@ -1941,6 +1951,8 @@ export interface components {
             signing_public_key: string | null;
             /** @enum {string} */
             connection_status: "pending" | "connected";
+            /** @description An agent's: the log's proof of these keys (decisions 9.6); null for a person */
+            key_proof: components["schemas"]["KeyProof"] | null;
         };
         /** @description A revoked API key: its next use answers 401 */
         RevokedApiKey: {
