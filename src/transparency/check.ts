@@ -56,10 +56,19 @@ export async function checkLog(
   });
   if (next instanceof NoteError) return failure(0, `a kept checkpoint does not verify: ${next.message}`);
 
-  let from: Position | null = null;
+  // The next batch is read while this one is hashed: the check then costs the slower of the two.
+  const read = (from: Position | null, upTo: number) =>
+    store.readAll(from, Math.min(READ_BATCH, hashed - upTo));
+  let reading = hashed > 0 ? read(null, 0) : Promise.resolve([]);
+  // A batch read ahead and never awaited (the check stopped at a difference) must not go unhandled.
+  reading.catch(() => undefined);
   while (range.size < hashed) {
-    const events = await store.readAll(from, Math.min(READ_BATCH, hashed - range.size));
+    const events = await reading;
     if (events.length === 0) break;
+    const last = events.at(-1)?.position ?? null;
+    const upTo = range.size + events.length;
+    reading = upTo < hashed ? read(last, upTo) : Promise.resolve([]);
+    reading.catch(() => undefined);
     for (const event of events) {
       const index = range.size;
       const leaf = entryLeafHash(entryOf(event));
@@ -88,7 +97,6 @@ export async function checkLog(
         next = following;
       }
     }
-    from = events.at(-1)?.position ?? from;
     onProgress({ leaves: range.size, of: hashed });
   }
   if (range.size < hashed) {

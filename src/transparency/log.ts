@@ -6,7 +6,7 @@ import { type CheckProgress, checkLog, type LogCheck } from "./check.js";
 import { Checkpoints, type SignedCheckpoint } from "./checkpoints.js";
 import { entryOf } from "./entries.js";
 import { LogHasher } from "./hasher.js";
-import { TILE_WIDTH, TileReader, tileSubtrees } from "./tiles.js";
+import { TILE_WIDTH, TileReader } from "./tiles.js";
 
 interface PositionsRow {
   tile: string | number;
@@ -119,14 +119,14 @@ export class TransparencyLog {
     await this.requireSigned(treeSize);
     if (leafIndex >= treeSize)
       throw new BeyondCheckpoint(`leaf_index ${leafIndex} is not in a tree of ${treeSize}`);
-    return inclusionProof(tileSubtrees(this.tiles.get), leafIndex, treeSize);
+    return inclusionProof(this.tiles.subtrees, leafIndex, treeSize);
   }
 
   /** RFC 9162 2.1.4: the proof that the signed tree of `to` leaves extends the one of `from`. */
   async consistency(from: number, to: number): Promise<Hash[]> {
     await this.requireSigned(to);
     if (from < 1 || from > to) throw new BeyondCheckpoint(`no consistency proof from ${from} to ${to}`);
-    return consistencyProof(tileSubtrees(this.tiles.get), from, to);
+    return consistencyProof(this.tiles.subtrees, from, to);
   }
 
   /** The leaf of the event at `position`, once the hasher has reached it; null before, or for no such event. */
@@ -162,7 +162,7 @@ export class TransparencyLog {
     if (position === null) return null;
     const [leaf, newest] = await Promise.all([this.leafOf(position), this.newestCheckpoint()]);
     if (!leaf || !newest || leaf.leafIndex >= newest.size) return null;
-    const proof = await inclusionProof(tileSubtrees(this.tiles.get), leaf.leafIndex, newest.size);
+    const proof = await inclusionProof(this.tiles.subtrees, leaf.leafIndex, newest.size);
     return {
       leaf_index: leaf.leafIndex,
       entry: leaf.entry,

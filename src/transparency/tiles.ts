@@ -72,23 +72,28 @@ export function unpackHashes(packed: Uint8Array): Hash[] {
   return hashes;
 }
 
-/** Full tiles never change, so they are kept; this many of them (8 KiB each). */
-const CACHED_FULL_TILES = 2048;
+/** Tiles kept in memory, 8 KiB at most each: the tree's top and its recent leaves stay there. */
+const CACHED_TILES = 2048;
+/** Complete subtrees' hashes kept, of TILE_HEIGHT/2 levels or more: what every proof's upper half asks. */
+const CACHED_NODES = 65_536;
+const MEMO_FROM_LEVEL = TILE_HEIGHT / 2;
 
-/** Reads tiles from the database, keeping the full ones it read most lately. */
+/**
+ * Reads tiles from the database for proofs. The hashes of complete subtrees never change and a
+ * partial tile only grows, so whatever was read stays true: tiles and computed subtree hashes are
+ * kept (least recently used go first), and a partial tile is read again only when a larger tree
+ * needs more of it.
+ */
 export class TileReader {
-  private readonly full = new Map<string, Hash[]>();
+  private readonly tiles = new Lru<Hash[]>(CACHED_TILES);
+  private readonly nodes = new Lru<Hash>(CACHED_NODES);
 
   constructor(private readonly db: Knex) {}
 
   readonly get: TileGetter = async (level, tile, length) => {
     const key = `${level}/${tile}`;
-    const cached = this.full.get(key);
-    if (cached) {
-      this.full.delete(key);
-      this.full.set(key, cached);
-      return cached;
-    }
+    const cached = this.tiles.get(key);
+    if (cached && cached.length >= length) return cached;
     const row = await this.db("log_tiles").where({ level, tile }).first<{ hashes: Uint8Array } | undefined>();
     const hashes = row ? unpackHashes(row.hashes) : [];
     if (hashes.length < length) {
@@ -96,10 +101,45 @@ export class TileReader {
         `tile ${key} holds ${hashes.length} hashes, ${length} needed: the tree is not that large yet`,
       );
     }
-    if (hashes.length === TILE_WIDTH) {
-      this.full.set(key, hashes);
-      if (this.full.size > CACHED_FULL_TILES) this.full.delete(this.full.keys().next().value as string);
-    }
+    this.tiles.set(key, hashes);
     return hashes;
   };
+
+  /** The tree's complete subtrees, the upper ones remembered. */
+  readonly subtrees: SubtreeSource = (() => {
+    const fromTiles = tileSubtrees(this.get);
+    return {
+      complete: async (level: number, index: number) => {
+        if (level < MEMO_FROM_LEVEL) return fromTiles.complete(level, index);
+        const key = `${level}/${index}`;
+        const known = this.nodes.get(key);
+        if (known) return known;
+        const hash = await fromTiles.complete(level, index);
+        this.nodes.set(key, hash);
+        return hash;
+      },
+    };
+  })();
+}
+
+/** A map that forgets its least recently used entries beyond `capacity`. */
+class Lru<V> {
+  private readonly entries = new Map<string, V>();
+
+  constructor(private readonly capacity: number) {}
+
+  get(key: string): V | undefined {
+    const value = this.entries.get(key);
+    if (value !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    this.entries.delete(key);
+    this.entries.set(key, value);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as string);
+  }
 }

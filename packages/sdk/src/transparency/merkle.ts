@@ -1,4 +1,4 @@
-import { sha256 } from "@noble/hashes/sha2.js";
+import { sha256 } from "./sha256.js";
 
 /**
  * The Merkle tree of the log (decisions 9.1): RFC 6962 section 2.1 hashing, RFC 9162 sections

@@ -1,7 +1,7 @@
 import { ed25519 } from "@noble/curves/ed25519.js";
-import { sha256 } from "@noble/hashes/sha2.js";
 import { fromBase64, toBase64 } from "../crypto/base64.js";
 import { HASH_SIZE, type Hash } from "./merkle.js";
+import { sha256 } from "./sha256.js";
 
 /**
  * Checkpoints as C2SP signed notes (decisions 9.2): the `tlog-checkpoint` body signed with Ed25519

@@ -1,3 +1,5 @@
+import canonicalize from "canonicalize";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson, entryBytes, entryLeafHash } from "../../src/transparency/index.js";
 
@@ -11,6 +13,17 @@ describe("log entries as RFC 8785 canonical JSON", () => {
       '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],' +
         '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
     );
+  });
+
+  it("agrees with the canonicalize package (by RFC 8785's author) on any JSON value", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(canonicalJson(value)).toBe(canonicalize(value));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(() => canonicalJson("\ud800")).toThrow(TypeError);
+    expect(() => canonicalJson(Number.NaN)).toThrow(TypeError);
   });
 
   it("gives one leaf for an entry whatever the order its fields were written in", () => {
