@@ -12,6 +12,7 @@ import { logOperations } from "./log.js";
 import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
+import { receiptOperations } from "./receipts.js";
 import { resumableOperations } from "./resumable.js";
 import { transferOperations } from "./transfers.js";
 import { webhookOperations } from "./webhooks.js";
@@ -33,6 +34,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...apiKeyOperations,
   ...connectionOperations,
   ...transferOperations,
+  ...receiptOperations,
   ...resumableOperations,
   ...historyOperations,
   ...logOperations,

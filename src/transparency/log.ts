@@ -13,6 +13,9 @@ interface PositionsRow {
   positions: string;
 }
 
+/** How often a wait for a leaf looks again. */
+const LEAF_POLL_MS = 50;
+
 /** Why a proof cannot be given: the caller asked beyond what the log has signed. */
 export class BeyondCheckpoint extends Error {}
 
@@ -137,6 +140,16 @@ export class TransparencyLog {
       .first<PositionsRow | undefined>("tile", "positions");
     const offset = row ? row.positions.split("\n").indexOf(position) : -1;
     return row && offset >= 0 ? this.leafIn(row, offset) : null;
+  }
+
+  /** The leaf of the event at `position` once the hasher reaches it (it reads every 200 ms), or null after `timeoutMs`. */
+  async waitForLeaf(position: Position, timeoutMs: number): Promise<LeafEntry | null> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const leaf = await this.leafOf(position);
+      if (leaf || Date.now() >= deadline) return leaf;
+      await new Promise((resolve) => setTimeout(resolve, LEAF_POLL_MS));
+    }
   }
 
   /** The hash the tree holds for a leaf: what its proofs start from. */

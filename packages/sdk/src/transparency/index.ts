@@ -4,6 +4,7 @@
  * proofs and signs with it, every client verifies with it.
  */
 export { canonicalJson, entryBytes, entryLeafHash, type LogEntry } from "./entry.js";
+export { type AnsweredKeys, checkKeyProof, type KeyProof } from "./key-proof.js";
 export {
   CompactRange,
   consistencyProof,
@@ -35,3 +36,4 @@ export {
   signNote,
   type VerifierKey,
 } from "./note.js";
+export { RECEIPT_TYPE, type Receipt, signReceipt, verifyReceipt } from "./receipt.js";
