@@ -4,6 +4,7 @@
  * proofs and signs with it, every client verifies with it.
  */
 export { canonicalJson, entryBytes, entryLeafHash, type LogEntry } from "./entry.js";
+export { type ExportReport, verifyExport } from "./export.js";
 export { type AnsweredKeys, checkKeyProof, type KeyProof } from "./key-proof.js";
 export {
   CompactRange,
