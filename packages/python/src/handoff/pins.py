@@ -18,9 +18,14 @@ from .files import write_private_file
 PinFile = dict[str, dict[str, Any]]
 
 
+def beside_identity(identity_path: str, suffix: str) -> str:
+    """``agent.json`` → ``agent<suffix>``: what a client keeps for an agent lives beside its identity."""
+    return re.sub(r"\.json$", "", identity_path, flags=re.IGNORECASE) + suffix
+
+
 def default_pins_path(identity_path: str) -> str:
     """``agent.json`` → ``agent.pins.json``: pins live beside the identity they were seen by."""
-    return re.sub(r"\.json$", "", identity_path, flags=re.IGNORECASE) + ".pins.json"
+    return beside_identity(identity_path, ".pins.json")
 
 
 def pin_name(agent_id: str, account: str | None) -> str:
