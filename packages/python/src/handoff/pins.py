@@ -12,6 +12,7 @@ import re
 import threading
 from typing import Any
 
+from .api_types import ResolvedAgent
 from .errors import HandoffError, HandoffKeyChangedError
 from .files import write_private_file
 
@@ -41,7 +42,7 @@ class PinStore:
         self._memory: PinFile = {}
         self._lock = threading.Lock()
 
-    def check(self, name: str, resolved: dict[str, Any], accept_rotation: bool) -> dict[str, Any]:
+    def check(self, name: str, resolved: ResolvedAgent, accept_rotation: bool) -> ResolvedAgent:
         """Checks ``resolved`` (a resolve answer) against its pin, pinning it if new."""
         if resolved.get("public_key") is None or resolved.get("key_version") is None:
             raise HandoffError(
