@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from . import __version__
 from .client import Client
 from .errors import HandoffError, describe_error
-from .export_check import ExportCheck, ExportProblem
+from .export_check import verify_export
 from .identity import create_identity, load_identity, save_identity
 from .pins import beside_identity
 from .receiving import ReceivedFile, ReceiveResult
@@ -34,8 +34,8 @@ from .transparency import TransparencyError, VerifierKey, parse_vkey
 DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080"
 MAX_INBOX_WAIT_SECONDS = 30
 EXIT_BLOCKED = 3
-#: What the transparency log does not back (decisions 9.6, 9.7): a bad export, a forked log.
-EXIT_UNVERIFIED = 5
+#: What the transparency log does not back (decisions 9.6, 9.7): here, an export that does not verify.
+EXIT_CUSTODY = 5
 USER_AGENT = "handoff-cli-python/{version}"
 
 USAGE = """usage: python3 -m handoff <command>
@@ -57,8 +57,8 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
   log verify FILE [--vkey VKEY | --identity FILE]
                                           check an audit export offline: the checkpoint's signature
                                           by the log key (VKEY, else the one pinned beside the
-                                          identity), every inclusion proof, receipts, log order;
-                                          exit 5 naming the first bad line
+                                          identity), every inclusion proof, leaf order, receipts;
+                                          prints the report, exit 5 naming the first bad line
   Shield levels: off, permissive, standard (default), strict, paranoid. --accept-rotation takes
   a peer's changed keys instead of refusing them (keys are pinned on first use)."""
 
@@ -392,24 +392,22 @@ def listen(args: list[str]) -> int:
 
 
 def _log_key(vkey: str | None, identity: str | None) -> VerifierKey:
-    """--vkey, else the log key pinned beside the identity file (``<name>.log.json``, 9.6)."""
-    if vkey is None and identity is not None:
-        path = beside_identity(os.path.abspath(identity), ".log.json")
-        try:
-            with open(path, encoding="utf-8") as file:
-                pinned = json.load(file).get("vkey")
-        except (OSError, ValueError, AttributeError):
-            raise UsageError(f"no log key is pinned in {path}: give --vkey VKEY") from None
-        vkey = pinned if isinstance(pinned, str) else None
+    """--vkey, else the log key pinned beside --identity (``<name>.log.json``, decisions 9.6)."""
     if vkey is None:
-        raise UsageError("--vkey VKEY (or --identity FILE with a pinned log key) is required")
+        if identity is None:
+            raise UsageError("give the log's key: --vkey VKEY, or --identity FILE whose pinned key to use")
+        with open(beside_identity(os.path.abspath(identity), ".log.json"), encoding="utf-8") as file:
+            pinned = json.load(file)
+        vkey = pinned.get("vkey") if isinstance(pinned, dict) else None
     try:
-        return parse_vkey(vkey)
+        return parse_vkey(vkey if isinstance(vkey, str) else "")
     except TransparencyError as error:
-        raise UsageError(f"--vkey: {error}") from None
+        raise UsageError(f"the log's verifier key: {error}") from None
 
 
 def log_verify(args: list[str]) -> int:
+    """Checks an audit export offline, line by line; prints the report as JSON, exit 5 naming the
+    first bad line (as the Node CLI)."""
     parser = _parser("file")
     parser.add_argument("--vkey")
     parser.add_argument("--identity")
@@ -418,17 +416,14 @@ def log_verify(args: list[str]) -> int:
     path = _required(files[0] if files else None, "FILE")
     if len(files) > 1:
         raise ArgumentCountError("log verify", 1, len(files))
-    check = ExportCheck(_log_key(values.vkey, values.identity))
-    try:
-        with open(path, encoding="utf-8") as export:
-            for line in export:
-                check.line(line)
-        summary = check.finish()
-    except ExportProblem as problem:
-        _warn(f"{path}: {problem}: the export does not verify")
-        return EXIT_UNVERIFIED
-    _print_json(summary)
-    return 0
+    key = _log_key(values.vkey, values.identity)
+    with open(os.path.abspath(path), encoding="utf-8", newline="") as export:
+        report = verify_export((line.rstrip("\r\n") for line in export), key)
+    _print_json(report)
+    if "problem" not in report:
+        return 0
+    _warn(f"{path}: line {report['problem']['line']}: {report['problem']['message']}")
+    return EXIT_CUSTODY
 
 
 COMMANDS: list[tuple[list[str], Callable[[list[str]], int]]] = [

@@ -3,22 +3,22 @@
 An export is NDJSON: first ``{"checkpoint": <signed note>}``, then one ``{"leaf_index", "entry",
 "inclusion"}`` per entry in log order, every proof against that one checkpoint. Checked line by
 line, so a file of any length streams through: the checkpoint signed by the log key, each entry's
-inclusion proof against its root (the leaf being the entry's RFC 8785 bytes), leaves and positions
-rising, and each receipt's signature against the recipient's signing key as the export's own key
-entries (``AgentConnected`` in the agent's stream, the newest before the receipt) show it. A receipt
-whose signer has no key entry in the export (another account's agent) is counted as unchecked, never
-as verified. The same check as the Node SDK's ``ExportCheck``, with the same summary.
+inclusion proof against its root (the leaf being the entry's RFC 8785 bytes), leaves in increasing
+order, and each receipt's signature against the signing key its recipient agent's latest key entry
+before it gives (``AgentConnected`` in the agent's stream). A receipt whose agent's key entry is not
+in the export is counted unverifiable, never verified. The Node SDK's ``verifyExport`` does the
+same, with the same report and messages, so both CLIs print the same for one file.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, TypedDict
+from collections.abc import Iterable
+from typing import Any, NotRequired, TypedDict
 
-from .crypto import from_base64, to_base64
+from .crypto import from_base64
 from .errors import HandoffCryptoError
 from .transparency import (
-    Checkpoint,
     TransparencyError,
     VerifierKey,
     canonical_json,
@@ -32,165 +32,139 @@ KEY_ENTRY = "AgentConnected"
 RECEIPT_ENTRY = "ReceiptRecorded"
 
 
-class ExportSummary(TypedDict):
+class ReceiptCounts(TypedDict):
+    verified: int
+    #: Receipts whose recipient's key entry is not in this export (another account's agent).
+    unverifiable: int
+
+
+class Problem(TypedDict):
+    #: 1-based.
+    line: int
+    message: str
+
+
+class ExportReport(TypedDict):
     ok: bool
     origin: str | None
-    tree_size: int
-    root: str | None
+    tree_size: int | None
     entries: int
-    streams: int
-    first_leaf: int | None
-    last_leaf: int | None
-    key_entries: int
-    #: Receipts whose signature verified against a key entry of the export.
-    receipts_verified: int
-    #: Receipts by an agent whose key entry is not in this export: unverifiable here.
-    receipts_unchecked: int
+    receipts: ReceiptCounts
+    #: The first thing wrong, when not ok.
+    problem: NotRequired[Problem]
 
 
-class ExportProblem(Exception):
-    """The first thing wrong with an export, and its line (1-based)."""
-
-    def __init__(self, line: int, problem: str) -> None:
-        super().__init__(f"line {line}: {problem}")
-        self.line = line
+class _Failed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
-def _is_entry_line(value: Any) -> bool:
-    if not isinstance(value, dict):
+def _entry_line(parsed: Any) -> tuple[int, dict[str, Any], list[Any]] | None:
+    if not isinstance(parsed, dict):
+        return None
+    index, entry, inclusion = parsed.get("leaf_index"), parsed.get("entry"), parsed.get("inclusion")
+    if isinstance(index, bool) or not isinstance(index, int) or not isinstance(inclusion, list):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("data"), dict):
+        return None
+    return index, entry, inclusion
+
+
+def _signature_valid(signer: str, receipt: Any, signature: str) -> bool:
+    try:
+        return ed25519_valid(from_base64(signer), from_base64(signature), canonical_json(receipt))
+    except (HandoffCryptoError, TransparencyError):
         return False
-    index, entry, inclusion = value.get("leaf_index"), value.get("entry"), value.get("inclusion")
-    return (
-        isinstance(index, int)
-        and not isinstance(index, bool)
-        and index >= 0
-        and isinstance(inclusion, list)
-        and all(isinstance(hash_, str) for hash_ in inclusion)
-        and isinstance(entry, dict)
-        and all(isinstance(entry.get(field), str) for field in ("position", "type", "stream", "at"))
-        and isinstance(entry.get("data"), dict)
-    )
 
 
-class ExportCheck:
-    """Feed it each line with ``line``; ``finish`` answers the summary. Raises ExportProblem."""
-
+class _Check:
     def __init__(self, key: VerifierKey) -> None:
-        self._key = key
-        self._line = 0
-        self._opened = False
-        self._checkpoint: Checkpoint | None = None
-        self._entries = 0
-        self._first_leaf: int | None = None
-        self._last_leaf = -1
-        self._last_position = ""
-        self._streams: set[str] = set()
-        #: Each agent stream's signing key as its newest key entry so far set it.
-        self._signing_keys: dict[str, str | None] = {}
-        self._key_entries = 0
-        self._receipts_verified = 0
-        self._receipts_unchecked = 0
-
-    def _problem(self, text: str) -> ExportProblem:
-        return ExportProblem(self._line, text)
+        self.key = key
+        self.report: ExportReport = {
+            "ok": True,
+            "origin": None,
+            "tree_size": None,
+            "entries": 0,
+            "receipts": {"verified": 0, "unverifiable": 0},
+        }
+        self.root: bytes | None = None
+        self.size = 0
+        self.previous = -1
+        #: Each agent stream's signing key as its latest key entry so far gives it.
+        self.signing_keys: dict[str, str | None] = {}
 
     def line(self, text: str) -> None:
-        self._line += 1
         if not text.strip():
-            raise self._problem("an empty line")
+            return
         try:
             parsed = json.loads(text)
         except ValueError:
-            raise self._problem("not JSON") from None
-        if self._opened:
-            self._entry(parsed)
+            raise _Failed("not JSON") from None
+        if self.root is None:
+            self.checkpoint(parsed)
         else:
-            self._open(parsed)
+            self.entry(parsed)
 
-    def finish(self) -> ExportSummary:
-        if not self._opened:
-            raise ExportProblem(1, "the export is empty: no checkpoint line")
-        checkpoint = self._checkpoint
-        return {
-            "ok": True,
-            "origin": checkpoint.origin if checkpoint else None,
-            "tree_size": checkpoint.size if checkpoint else 0,
-            "root": to_base64(checkpoint.root) if checkpoint else None,
-            "entries": self._entries,
-            "streams": len(self._streams),
-            "first_leaf": self._first_leaf,
-            "last_leaf": self._last_leaf if self._entries else None,
-            "key_entries": self._key_entries,
-            "receipts_verified": self._receipts_verified,
-            "receipts_unchecked": self._receipts_unchecked,
-        }
-
-    def _open(self, parsed: Any) -> None:
-        note = parsed.get("checkpoint", ...) if isinstance(parsed, dict) else ...
-        self._opened = True
-        if note is None:
-            return  # a log with nothing signed yet exports no checkpoint, and so no entry
+    def checkpoint(self, parsed: Any) -> None:
+        note = parsed.get("checkpoint") if isinstance(parsed, dict) else None
         if not isinstance(note, str):
-            raise self._problem('the first line is not {"checkpoint": <signed note>}')
+            raise _Failed("the export does not start with a checkpoint")
         try:
-            self._checkpoint = open_checkpoint(note, self._key)
+            checkpoint = open_checkpoint(note, self.key)
         except TransparencyError as error:
-            raise self._problem(f"the checkpoint is not the log's: {error}") from None
+            raise _Failed(f"the checkpoint does not verify: {error}") from None
+        self.root, self.size = checkpoint.root, checkpoint.size
+        self.report["origin"], self.report["tree_size"] = checkpoint.origin, checkpoint.size
 
-    def _entry(self, parsed: Any) -> None:
-        if not _is_entry_line(parsed):
-            raise self._problem("not an entry line {leaf_index, entry, inclusion}")
-        checkpoint = self._checkpoint
-        if checkpoint is None:
-            raise self._problem("an entry, yet the export has no checkpoint")
-        index: int = parsed["leaf_index"]
-        entry: dict[str, Any] = parsed["entry"]
-        position: str = entry["position"]
-        if index >= checkpoint.size:
-            raise self._problem(f"leaf {index} is beyond the checkpoint's {checkpoint.size}")
-        if index <= self._last_leaf:
-            raise self._problem(f"leaf {index} comes after leaf {self._last_leaf}: out of order")
-        # Positions are fixed-width text, so that text order is log order (as the Node check compares).
-        if position <= self._last_position:
-            raise self._problem(f"position {position} comes after {self._last_position}: out of order")
+    def entry(self, parsed: Any) -> None:
+        line = _entry_line(parsed)
+        if line is None:
+            raise _Failed("not an export entry")
+        index, entry, inclusion = line
+        if index <= self.previous:
+            raise _Failed(f"leaf {index} comes after leaf {self.previous}")
+        self.previous = index
         try:
-            proof = [from_base64(hash_) for hash_ in parsed["inclusion"]]
-            leaf = leaf_hash(canonical_json(entry))
-            verify_inclusion(index, checkpoint.size, leaf, proof, checkpoint.root)
-        except (TransparencyError, HandoffCryptoError):
-            raise self._problem(
-                f"leaf {index} ({entry['type']} at {position}) is not in the signed tree"
-            ) from None
-        self._entries += 1
-        if self._first_leaf is None:
-            self._first_leaf = index
-        self._last_leaf = index
-        self._last_position = position
-        self._streams.add(entry["stream"])
-        if entry["type"] == KEY_ENTRY:
-            signing = entry["data"].get("signingPublicKey")
-            self._signing_keys[entry["stream"]] = signing if isinstance(signing, str) else None
-            self._key_entries += 1
-        elif entry["type"] == RECEIPT_ENTRY:
-            self._receipt(position, entry["data"])
+            proof = [from_base64(hash_) for hash_ in inclusion]
+        except (HandoffCryptoError, TypeError):
+            raise _Failed("its inclusion proof is not base64") from None
+        assert self.root is not None
+        try:
+            verify_inclusion(index, self.size, leaf_hash(canonical_json(entry)), proof, self.root)
+        except TransparencyError:
+            raise _Failed(f"leaf {index} is not in the checkpoint's tree as given") from None
+        self.report["entries"] += 1
+        kind, data = entry.get("type"), entry["data"]
+        if kind == KEY_ENTRY:
+            signing = data.get("signingPublicKey")
+            self.signing_keys[str(entry.get("stream"))] = signing if isinstance(signing, str) else None
+        elif kind == RECEIPT_ENTRY:
+            self.receipt(index, data)
 
-    def _receipt(self, position: str, data: dict[str, Any]) -> None:
-        receipt = data.get("receipt")
-        signature = data.get("signature")
+    def receipt(self, index: int, data: dict[str, Any]) -> None:
+        receipt, signature = data.get("receipt"), data.get("signature")
         recipient = receipt.get("recipient") if isinstance(receipt, dict) else None
-        if not isinstance(recipient, str) or not isinstance(signature, str):
-            raise self._problem(f"the receipt at {position} has no recipient or signature")
-        stream = f"agent-{recipient}"
-        if stream not in self._signing_keys:
-            self._receipts_unchecked += 1
-            return
-        key = self._signing_keys[stream]
-        if key is None:
-            raise self._problem(f"the receipt at {position} is by agent {recipient}, who has no signing key")
-        try:
-            valid = ed25519_valid(from_base64(key), from_base64(signature), canonical_json(receipt))
-        except (TransparencyError, HandoffCryptoError):
-            valid = False
-        if not valid:
-            raise self._problem(f"the receipt at {position} is not signed by agent {recipient}'s key")
-        self._receipts_verified += 1
+        signer = self.signing_keys.get(f"agent-{recipient}") if isinstance(recipient, str) else None
+        if not signer or not isinstance(signature, str):
+            self.report["receipts"]["unverifiable"] += 1
+        elif _signature_valid(signer, receipt, signature):
+            self.report["receipts"]["verified"] += 1
+        else:
+            raise _Failed(f"the receipt at leaf {index} is not signed by its recipient's key")
+
+
+def verify_export(lines: Iterable[str], key: VerifierKey) -> ExportReport:
+    """Checks an export line by line against the log's verifier key; stops at the first problem,
+    which the report names with its line."""
+    check = _Check(key)
+    number = 0
+    try:
+        for number, text in enumerate(lines, start=1):
+            check.line(text)
+        if check.root is None:
+            raise _Failed("the export is empty")
+    except _Failed as failure:
+        check.report["ok"] = False
+        check.report["problem"] = {"line": number, "message": failure.message}
+    return check.report
