@@ -43,6 +43,7 @@ const LAYERS: { name: string; members: string[] }[] = [
       "src/mail",
       "src/rate-limits",
       "src/observability",
+      "src/transparency",
       "src/sdk",
       "src/clock.ts",
       "src/config.ts",

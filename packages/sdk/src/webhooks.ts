@@ -1,14 +1,11 @@
+import type { components } from "./api-types.js";
 import { fromBase64 } from "./crypto/base64.js";
 import { HandoffError } from "./errors.js";
 
 /** A webhook message as Handoff sends it (decisions 8.2). */
 export interface WebhookMessage {
-  type:
-    | "transfer.received"
-    | "transfer.downloaded"
-    | "transfer.expired"
-    | "broadcast.published"
-    | "webhook.test";
+  /** The message types of the contract (its webhook deliveries' `type`). */
+  type: components["schemas"]["WebhookDelivery"]["type"];
   /** ISO 8601 time of the event the message is about. */
   timestamp: string;
   data: Record<string, unknown>;
