@@ -47,6 +47,7 @@ RESOLVED: ResolvedAgent = {
     "key_version": 1,
     "signing_public_key": None,
     "connection_status": "connected",
+    "key_proof": None,
 }
 
 

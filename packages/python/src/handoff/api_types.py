@@ -3,7 +3,7 @@ packages/python/scripts/generate_types.py. Do not edit; run the script after `np
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class Broadcast(TypedDict):
@@ -67,6 +67,28 @@ class InboxPage(TypedDict):
     #: Pass as `cursor` for the next page
     next_cursor: str | None
     has_more: bool
+
+
+class KeyProof(TypedDict):
+    """The leaf that set the agent's current keys, proven in a signed checkpoint (decisions 9.6); null until a checkpoint covers it (within about a second of a registration)"""
+
+    leaf_index: int
+    entry: LogEntry
+    tree_size: int
+    #: The signed note of the tree the proof is against
+    checkpoint: str
+    inclusion: list[str]
+
+
+class LogEntry(TypedDict):
+    """A leaf of the log: its bytes are this object's RFC 8785 canonical JSON (decisions 9.1)"""
+
+    position: str
+    type: str
+    stream: str
+    at: str
+    #: As stored: personal data sealed (decisions 6.5)
+    data: dict[str, Any]
 
 
 class PresignedTransfer(TypedDict):
@@ -215,6 +237,8 @@ class ResolvedAgent(TypedDict):
     #: Base64 Ed25519 key that verifies the agent's signatures
     signing_public_key: str | None
     connection_status: Literal["pending", "connected"]
+    #: An agent's: the log's proof of these keys (decisions 9.6); null for a person
+    key_proof: KeyProof | None
 
 
 class SendableAgent(TypedDict):
