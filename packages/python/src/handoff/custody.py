@@ -16,7 +16,7 @@ from collections.abc import Generator
 from typing import Any
 
 from .crypto import from_base64, to_base64
-from .errors import HandoffCustodyError, HandoffError
+from .errors import HandoffApiError, HandoffCustodyError, HandoffError
 from .files import write_private_file
 from .identity import Identity
 from .protocol import Effect, Outcome, RequestSpec, Settings, call, request
@@ -79,10 +79,17 @@ class LogWitness:
             if older.size == newer.size and older.root != newer.root:
                 raise _forked(older.size, newer.size)
             return
-        answer = yield from call(
-            RequestSpec("GET", "/v1/log/proof/consistency", query={"from": older.size, "to": newer.size}),
-            self.settings,
-        )
+        try:
+            answer = yield from call(
+                RequestSpec("GET", "/v1/log/proof/consistency", query={"from": older.size, "to": newer.size}),
+                self.settings,
+            )
+        except HandoffApiError as error:
+            # A server that will not prove its smaller view extends the larger tree it signed
+            # (400: beyond its newest checkpoint) stands by a forked log.
+            if error.status not in (400, 404):
+                raise
+            raise _forked(older.size, newer.size) from None
         proof = [from_base64(item) for item in answer["proof"]]
         if not verify_consistency(older.size, newer.size, older.root, newer.root, proof):
             raise _forked(older.size, newer.size)
