@@ -1,5 +1,5 @@
 """The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``)
-and 9.7 (``log verify``, ``log witness``).
+and ``log verify`` (9.7).
 
 The same arguments, JSON on stdout, exit codes (0, 1, 3, 5) and stderr lines as the Node CLI's
 ``handoff``, so a test of one judges the other unchanged.
@@ -21,19 +21,20 @@ from urllib.parse import urlparse
 
 from . import __version__
 from .client import Client
-from .custody import default_log_path
 from .errors import HandoffCustodyError, HandoffError, describe_error
+from .export_check import verify_export
 from .identity import create_identity, load_identity, save_identity
+from .pins import beside_identity
 from .receiving import ReceivedFile, ReceiveResult
 from .shield import ShieldLevelError, parse_shield_level
 from .progress import ProgressBars
 from .terminal import terminal_safe
-from .transparency import NoteError, parse_verifier_key, verify_export
+from .transparency import TransparencyError, VerifierKey, parse_vkey
 
 DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080"
 MAX_INBOX_WAIT_SECONDS = 30
 EXIT_BLOCKED = 3
-#: Decisions 9.6: the transparency log does not back a key, or forked; an export that fails its check.
+#: What the transparency log does not back (decisions 9.6, 9.7): here, an export that does not verify.
 EXIT_CUSTODY = 5
 USER_AGENT = "handoff-cli-python/{version}"
 
@@ -49,16 +50,20 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
                                           finish a send that was interrupted, from FILE.sends/
   receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation] [--no-receipt]
                                           download, verify, decrypt and scan into DIR (default .);
-                                          exit 3 when Shield blocked a file; posts a signed receipt
+                                          exit 3 when Shield blocked a file; then a signed receipt
   inbox --identity FILE [--wait SECONDS]  the agent's inbox (long-poll up to 30 s)
   listen --identity FILE --out DIR [--shield LEVEL] [--no-receipt]
                                           receive each new transfer until SIGINT/SIGTERM
   log verify FILE [--vkey VKEY | --identity FILE]
-                                          check an audit export offline; exit 5 naming a bad line
-  log witness --state DIR                 check the newest checkpoint extends the one kept in DIR
+                                          check an audit export offline: the checkpoint's signature
+                                          by the log key (VKEY, else the one pinned beside the
+                                          identity), every inclusion proof, leaf order, receipts;
+                                          prints the report, exit 5 naming the first bad line
+  log witness --state DIR                 check the log's newest checkpoint extends the one kept
+                                          in DIR, keep it; exit 5 on a forked log
   Shield levels: off, permissive, standard (default), strict, paranoid. --accept-rotation takes
-  a peer's changed keys instead of refusing them (keys are pinned on first use, and must be in
-  the transparency log: exit 5 when the log does not back them, or it forked)."""
+  a peer's changed keys instead of refusing them (keys are pinned on first use, and must be in the
+  transparency log with a higher key_version: exit 5 when the log does not back them, or forked)."""
 
 
 class UsageError(Exception):
@@ -266,6 +271,7 @@ def send(args: list[str]) -> int:
         parser.add_argument(flag)
     parser.add_argument("--plain", action="store_true")
     parser.add_argument("--accept-rotation", action="store_true")
+    parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_intermixed_args(args)
     identity = _required(values.identity, "--identity FILE")
     if values.resume is not None:
@@ -401,45 +407,45 @@ def listen(args: list[str]) -> int:
     return 0
 
 
-def _verifier_key(vkey: str | None, identity: str | None) -> str:
-    """The log key to check with: --vkey, else the one pinned beside --identity (as Node's CLI)."""
-    if vkey:
-        return vkey
-    if not identity:
-        raise UsageError("give the log's key: --vkey VKEY, or --identity FILE whose pinned key to use")
-    with open(default_log_path(os.path.abspath(identity)), encoding="utf-8") as file:
-        pinned: str = json.load(file)["vkey"]
-    return pinned
+def _log_key(vkey: str | None, identity: str | None) -> VerifierKey:
+    """--vkey, else the log key pinned beside --identity (``<name>.log.json``, decisions 9.6)."""
+    if vkey is None:
+        if identity is None:
+            raise UsageError("give the log's key: --vkey VKEY, or --identity FILE whose pinned key to use")
+        with open(beside_identity(os.path.abspath(identity), ".log.json"), encoding="utf-8") as file:
+            pinned = json.load(file)
+        vkey = pinned.get("vkey") if isinstance(pinned, dict) else None
+    try:
+        return parse_vkey(vkey if isinstance(vkey, str) else "")
+    except TransparencyError as error:
+        raise UsageError(f"the log's verifier key: {error}") from None
 
 
 def log_verify(args: list[str]) -> int:
-    """``log verify FILE [--vkey VKEY | --identity FILE]`` (decisions 9.7): the audit export checked
-    offline, line by line; the report as JSON, exit 5 naming the first bad line."""
+    """Checks an audit export offline, line by line; prints the report as JSON, exit 5 naming the
+    first bad line (as the Node CLI)."""
     parser = _parser("file")
     parser.add_argument("--vkey")
     parser.add_argument("--identity")
     values = parser.parse_intermixed_args(args)
-    positionals: list[str] = values.file
-    path = _required(positionals[0] if positionals else None, "FILE")
-    if len(positionals) > 1:
-        raise ArgumentCountError("log verify", 1, len(positionals))
-    try:
-        key = parse_verifier_key(_verifier_key(values.vkey, values.identity))
-    except (NoteError, OSError, ValueError, KeyError) as error:
-        raise UsageError(f"the log's verifier key: {error}") from None
-    with open(path, encoding="utf-8") as file:
-        report = verify_export((line.rstrip("\r\n") for line in file), key)
+    files: list[str] = values.file
+    path = _required(files[0] if files else None, "FILE")
+    if len(files) > 1:
+        raise ArgumentCountError("log verify", 1, len(files))
+    key = _log_key(values.vkey, values.identity)
+    with open(os.path.abspath(path), encoding="utf-8", newline="") as export:
+        report = verify_export((line.rstrip("\r\n") for line in export), key)
     _print_json(report)
-    if report["ok"]:
+    if "problem" not in report:
         return 0
-    problem = report["problem"]
-    _warn(f"{path}: line {problem['line']}: {problem['message']}")
+    _warn(f"{path}: line {report['problem']['line']}: {report['problem']['message']}")
     return EXIT_CUSTODY
 
 
 def log_witness(args: list[str]) -> int:
     """``log witness --state DIR`` (decisions 9.7): the newest checkpoint held to the one kept in
-    DIR (the log key pinned there at first use), then kept; ``{origin, size, root}``."""
+    DIR (the log key pinned there at first use), then kept; prints ``{origin, size, root}`` as the
+    Node CLI does. A forked log is one stderr line and exit 5."""
     parser = _parser()
     parser.add_argument("--state")
     values = parser.parse_args(args)

@@ -9,35 +9,35 @@ file the Node SDK keeps beside the identity (``<name>.log.json``: ``{"vkey", "ch
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timezone
 from urllib.parse import quote
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from .crypto import from_base64, to_base64
 from .errors import HandoffApiError, HandoffCustodyError, HandoffError
 from .files import write_private_file
 from .identity import Identity
+from .pins import beside_identity
 from .protocol import Effect, Outcome, RequestSpec, Settings, call, request
 from .transparency import (
-    RECEIPT_TYPE,
     Checkpoint,
-    KeyProofError,
-    NoteError,
+    TransparencyError,
+    VerifierKey,
     check_key_proof,
     open_checkpoint,
-    parse_verifier_key,
+    parse_vkey,
     sign_receipt,
     verify_consistency,
 )
 
 Flow = Generator[Effect, Outcome, Any]
+RECEIPT_TYPE = "handoff.receipt/v1"
 
 
 def default_log_path(identity_path: str) -> str:
     """``agent.json`` → ``agent.log.json``: the log's pin lives beside the identity, as its pins do."""
-    return re.sub(r"\.json$", "", identity_path, flags=re.IGNORECASE) + ".log.json"
+    return beside_identity(identity_path, ".log.json")
 
 
 def _forked(first: int, second: int) -> HandoffCustodyError:
@@ -60,7 +60,7 @@ class LogWitness:
     def observe(self, note: str) -> Generator[Effect, Outcome, Checkpoint]:
         """Checks ``note`` (signed by the pinned key) against the kept checkpoint; keeps the newer."""
         state = yield from self._pinned()
-        key = parse_verifier_key(state["vkey"])
+        key = parse_vkey(state["vkey"])
         seen = open_checkpoint(note, key)
         kept = open_checkpoint(state["checkpoint"], key) if state.get("checkpoint") else None
         if kept is not None:
@@ -69,9 +69,9 @@ class LogWitness:
             self._save({**state, "checkpoint": note})
         return seen
 
-    def log_key(self) -> Generator[Effect, Outcome, Any]:
+    def log_key(self) -> Generator[Effect, Outcome, VerifierKey]:
         state = yield from self._pinned()
-        return parse_verifier_key(state["vkey"])
+        return parse_vkey(state["vkey"])
 
     def _require_consistent(self, a: Checkpoint, b: Checkpoint) -> Flow:
         older, newer = (a, b) if a.size <= b.size else (b, a)
@@ -90,16 +90,17 @@ class LogWitness:
             if error.status not in (400, 404):
                 raise
             raise _forked(older.size, newer.size) from None
-        proof = [from_base64(item) for item in answer["proof"]]
-        if not verify_consistency(older.size, newer.size, older.root, newer.root, proof):
-            raise _forked(older.size, newer.size)
+        try:
+            verify_consistency(older.size, newer.size, [from_base64(item) for item in answer["proof"]], older.root, newer.root)
+        except (TransparencyError, HandoffError):
+            raise _forked(older.size, newer.size) from None
 
     def _pinned(self) -> Generator[Effect, Outcome, dict[str, Any]]:
         state = self._load()
         if state is not None:
             return state
         answer = yield from call(RequestSpec("GET", "/v1/log/key"), self.settings)
-        parse_verifier_key(answer["vkey"])
+        parse_vkey(answer["vkey"])
         fresh: dict[str, Any] = {"vkey": answer["vkey"], "checkpoint": None}
         self._save(fresh)
         return fresh
@@ -124,12 +125,12 @@ class LogWitness:
             write_private_file(self.path, json.dumps(state, indent=2) + "\n")
 
 
-def is_person(resolved: dict[str, Any]) -> bool:
+def is_person(resolved: Mapping[str, Any]) -> bool:
     """A person's receiving key is resolved by address; it has no leaf of its own."""
     return "@" in str(resolved.get("agent_id", ""))
 
 
-def check_answer(witness: LogWitness, resolved: dict[str, Any]) -> Generator[Effect, Outcome, bool]:
+def check_answer(witness: LogWitness, resolved: Mapping[str, Any]) -> Generator[Effect, Outcome, bool]:
     """Whether the log backs the answered keys (True) or they are a person's (False); raises
     HandoffCustodyError naming the agent when it does not."""
     if is_person(resolved) or resolved.get("public_key") is None:
@@ -148,7 +149,7 @@ def check_answer(witness: LogWitness, resolved: dict[str, Any]) -> Generator[Eff
     key = yield from witness.log_key()
     try:
         check_key_proof(proof, resolved, key)
-    except (KeyProofError, KeyError, TypeError) as error:
+    except (TransparencyError, KeyError, TypeError) as error:
         raise refuse(str(error)) from None
     yield from witness.observe(proof["checkpoint"])
     return True
@@ -160,7 +161,7 @@ def witness_log(settings: Settings, witness: LogWitness) -> Flow:
     answer = yield from request(RequestSpec("GET", "/v1/log/checkpoint", accept="text/plain"), settings)
     try:
         checkpoint = yield from witness.observe(answer.content.decode("utf-8"))
-    except NoteError as error:
+    except TransparencyError as error:
         raise HandoffCustodyError("LOG_FORKED", f"the newest checkpoint is not the log's: {error}") from None
     return {"origin": checkpoint.origin, "size": checkpoint.size, "root": to_base64(checkpoint.root)}
 
@@ -171,8 +172,8 @@ def utc_now() -> str:
 
 
 def receipt_draft(
-    transfer: dict[str, Any],
-    download: dict[str, Any],
+    transfer: Mapping[str, Any],
+    download: Mapping[str, Any],
     level: str,
     files: list[dict[str, Any]],
     verdicts: list[str],
