@@ -17,15 +17,14 @@
  *
  * Environment: BENCH_AUDIT_EVENTS (100000), BENCH_RUNS (3: best of), BENCH_POSTGRES_URL.
  */
-import { randomBytes, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { Knex } from "knex";
-import { METADATA_VERSION } from "../domain/recorded-event.js";
 import { projections } from "../projections/index.js";
 import { openDatabase } from "../src/db/database.js";
-import { ANY, type EventToAppend, NO_STREAM, type StreamAppend } from "../src/eventstore/port.js";
+import type { StreamAppend } from "../src/eventstore/port.js";
 import { PostgresEventStore } from "../src/eventstore/postgres.js";
 import { ProjectionEngine } from "../src/read-models/engine.js";
+import { transferLife } from "./seed-events.js";
 import {
   benchDatabase,
   createAccount,
@@ -53,83 +52,6 @@ interface Seeded {
   accountId: string;
   apiKey: string;
   events: number;
-}
-
-const metadata = (accountId: string, at: string) => ({
-  schemaVersion: METADATA_VERSION,
-  occurredAt: at,
-  actorKind: "api_key" as const,
-  accountId,
-  keyId: null,
-  agentId: null,
-  requestId: null,
-});
-
-const event = (
-  type: string,
-  data: Record<string, unknown>,
-  accountId: string,
-  at: string,
-): EventToAppend => ({
-  eventId: randomUUID(),
-  type,
-  data,
-  metadata: metadata(accountId, at),
-});
-
-/** One transfer's life on the account: created, counted, downloaded once, downloaded out. */
-function transferLife(accountId: string, sender: string, recipient: string, at: string): StreamAppend[] {
-  const transferId = `tr_${randomBytes(18).toString("base64url").replace(/[-_]/g, "").slice(0, 24).padEnd(24, "x")}`;
-  const files = [
-    { fileId: randomUUID(), name: "bench.txt", size: 1024, type: "text/plain", encryptionIv: null },
-  ];
-  const created = {
-    transferId,
-    status: "active",
-    pendingReason: null,
-    atRest: null,
-    mode: "agent-to-agent",
-    sender: "bench-sender",
-    senderPersonId: null,
-    senderAccountId: accountId,
-    senderAgentId: sender,
-    recipient: "bench-recipient",
-    recipientPersonId: null,
-    recipientAccountId: accountId,
-    recipientAgentId: recipient,
-    maxDownloads: 1,
-    autoDelete: false,
-    isEncrypted: false,
-    message: null,
-    metadata: {},
-    expiresAt: "2099-01-01T00:00:00.000Z",
-    files,
-    encryption: {
-      encryptedKey: null,
-      algorithm: null,
-      senderSignature: null,
-      recipientKeyVersion: null,
-      senderPublicKey: null,
-      recipientPublicKey: null,
-    },
-    createdAt: at,
-  };
-  return [
-    {
-      streamId: `transfer-${transferId}`,
-      expected: NO_STREAM,
-      events: [
-        event("TransferCreated", created, accountId, at),
-        event("DownloadRecorded", { downloads: 1, downloaderAgentId: recipient, at }, accountId, at),
-        event("TransferDownloaded", { at, purgeAfter: null }, accountId, at),
-      ],
-    },
-    {
-      streamId: `usage-${accountId}`,
-      expected: ANY,
-      events: [event("TransferCounted", { transferId, period: at.slice(0, 7), bytes: 1024 }, accountId, at)],
-    },
-  ];
 }
 
 async function seed(server: ServerChild, db: Knex): Promise<Seeded> {

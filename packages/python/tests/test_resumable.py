@@ -16,7 +16,8 @@ from conftest import Run, Server, run_node, run_python
 
 from handoff import Client, HandoffError, Identity, create_identity, save_identity
 from handoff.crypto import encrypt_chunks, new_content_key
-from handoff.sending import MAX_STALLED_ATTEMPTS, RESUMABLE_FROM, LocalFile, encrypted_file_chunks, outgoing
+from handoff.local import LocalFile
+from handoff.sending import MAX_STALLED_ATTEMPTS, RESUMABLE_FROM, encrypted_file_chunks, outgoing
 
 MiB = 1024 * 1024
 

@@ -117,6 +117,27 @@ const SOURCES: Record<string, Source> = {
       return { agentIds: [row.sender_agent_id], data: () => ({ transfer_id: id, expired_at: data.at }) };
     },
   },
+  ReceiptRecorded: {
+    type: "transfer.receipt",
+    readsTransfer: true,
+    agentsOf: noOtherAgents,
+    message(recorded, rows) {
+      // Decisions 9.5: the sender hears of the recipient's signed receipt, as it was posted.
+      const data = dataOf<TransferData<"ReceiptRecorded">>(recorded);
+      const id = idOf(recorded.streamId);
+      const row = rows.transfers.get(id);
+      if (!row) return null;
+      return {
+        agentIds: [row.sender_agent_id],
+        data: () => ({
+          transfer_id: id,
+          receipt: data.receipt,
+          signature: data.signature,
+          position: recorded.position,
+        }),
+      };
+    },
+  },
   BroadcastPublished: {
     type: "broadcast.published",
     readsTransfer: false,

@@ -1,6 +1,7 @@
-"""The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``).
+"""The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``)
+and ``log verify`` (9.7).
 
-The same arguments, JSON on stdout, exit codes (0, 1, 3) and stderr lines as the Node CLI's
+The same arguments, JSON on stdout, exit codes (0, 1, 3, 5) and stderr lines as the Node CLI's
 ``handoff``, so a test of one judges the other unchanged.
 """
 
@@ -21,15 +22,20 @@ from urllib.parse import urlparse
 from . import __version__
 from .client import Client
 from .errors import HandoffError, describe_error
+from .export_check import verify_export
 from .identity import create_identity, load_identity, save_identity
+from .pins import beside_identity
 from .receiving import ReceivedFile, ReceiveResult
 from .shield import ShieldLevelError, parse_shield_level
 from .progress import ProgressBars
 from .terminal import terminal_safe
+from .transparency import TransparencyError, VerifierKey, parse_vkey
 
 DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080"
 MAX_INBOX_WAIT_SECONDS = 30
 EXIT_BLOCKED = 3
+#: What the transparency log does not back (decisions 9.6, 9.7): here, an export that does not verify.
+EXIT_CUSTODY = 5
 USER_AGENT = "handoff-cli-python/{version}"
 
 USAGE = """usage: python3 -m handoff <command>
@@ -48,6 +54,11 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
   inbox --identity FILE [--wait SECONDS]  the agent's inbox (long-poll up to 30 s)
   listen --identity FILE --out DIR [--shield LEVEL]
                                           receive each new transfer until SIGINT/SIGTERM
+  log verify FILE [--vkey VKEY | --identity FILE]
+                                          check an audit export offline: the checkpoint's signature
+                                          by the log key (VKEY, else the one pinned beside the
+                                          identity), every inclusion proof, leaf order, receipts;
+                                          prints the report, exit 5 naming the first bad line
   Shield levels: off, permissive, standard (default), strict, paranoid. --accept-rotation takes
   a peer's changed keys instead of refusing them (keys are pinned on first use)."""
 
@@ -380,12 +391,48 @@ def listen(args: list[str]) -> int:
     return 0
 
 
+def _log_key(vkey: str | None, identity: str | None) -> VerifierKey:
+    """--vkey, else the log key pinned beside --identity (``<name>.log.json``, decisions 9.6)."""
+    if vkey is None:
+        if identity is None:
+            raise UsageError("give the log's key: --vkey VKEY, or --identity FILE whose pinned key to use")
+        with open(beside_identity(os.path.abspath(identity), ".log.json"), encoding="utf-8") as file:
+            pinned = json.load(file)
+        vkey = pinned.get("vkey") if isinstance(pinned, dict) else None
+    try:
+        return parse_vkey(vkey if isinstance(vkey, str) else "")
+    except TransparencyError as error:
+        raise UsageError(f"the log's verifier key: {error}") from None
+
+
+def log_verify(args: list[str]) -> int:
+    """Checks an audit export offline, line by line; prints the report as JSON, exit 5 naming the
+    first bad line (as the Node CLI)."""
+    parser = _parser("file")
+    parser.add_argument("--vkey")
+    parser.add_argument("--identity")
+    values = parser.parse_intermixed_args(args)
+    files: list[str] = values.file
+    path = _required(files[0] if files else None, "FILE")
+    if len(files) > 1:
+        raise ArgumentCountError("log verify", 1, len(files))
+    key = _log_key(values.vkey, values.identity)
+    with open(os.path.abspath(path), encoding="utf-8", newline="") as export:
+        report = verify_export((line.rstrip("\r\n") for line in export), key)
+    _print_json(report)
+    if "problem" not in report:
+        return 0
+    _warn(f"{path}: line {report['problem']['line']}: {report['problem']['message']}")
+    return EXIT_CUSTODY
+
+
 COMMANDS: list[tuple[list[str], Callable[[list[str]], int]]] = [
     (["identity", "new"], identity_new),
     (["send"], send),
     (["receive"], receive),
     (["inbox"], inbox),
     (["listen"], listen),
+    (["log", "verify"], log_verify),
 ]
 
 

@@ -12,15 +12,21 @@ import re
 import threading
 from typing import Any
 
+from .api_types import ResolvedAgent
 from .errors import HandoffError, HandoffKeyChangedError
 from .files import write_private_file
 
 PinFile = dict[str, dict[str, Any]]
 
 
+def beside_identity(identity_path: str, suffix: str) -> str:
+    """``agent.json`` → ``agent<suffix>``: what a client keeps for an agent lives beside its identity."""
+    return re.sub(r"\.json$", "", identity_path, flags=re.IGNORECASE) + suffix
+
+
 def default_pins_path(identity_path: str) -> str:
     """``agent.json`` → ``agent.pins.json``: pins live beside the identity they were seen by."""
-    return re.sub(r"\.json$", "", identity_path, flags=re.IGNORECASE) + ".pins.json"
+    return beside_identity(identity_path, ".pins.json")
 
 
 def pin_name(agent_id: str, account: str | None) -> str:
@@ -36,7 +42,7 @@ class PinStore:
         self._memory: PinFile = {}
         self._lock = threading.Lock()
 
-    def check(self, name: str, resolved: dict[str, Any], accept_rotation: bool) -> dict[str, Any]:
+    def check(self, name: str, resolved: ResolvedAgent, accept_rotation: bool) -> ResolvedAgent:
         """Checks ``resolved`` (a resolve answer) against its pin, pinning it if new."""
         if resolved.get("public_key") is None or resolved.get("key_version") is None:
             raise HandoffError(

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 from urllib.parse import quote
 
+from .api_types import ResolvedAgent, Transfer, TransferDownload
 from .crypto import RecordDecryptor, SignedTransfer, from_base64, plain_size_of, unwrap_content_key, verify_transfer
 from .errors import HandoffApiError, HandoffCryptoError, HandoffError, HandoffTransferError
 from .identity import Identity
+from .local import MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_SEGMENTS
 from .protocol import Effect, Outcome, RequestSpec, Settings, call, request
-from .sending import MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_SEGMENTS, ProgressCallback, Resolver
+from .sending import ProgressCallback, Resolver
 from .shield import DEFAULT_SHIELD_LEVEL, FileScan, ShieldLevelError, ShieldResult, create_file_scan, parse_shield_level
 
 
@@ -82,7 +84,7 @@ def safe_relative_name(name: str, transfer_id: str) -> list[str]:
     return segments
 
 
-def _check_file_list(transfer: dict[str, Any], download: dict[str, Any]) -> None:
+def _check_file_list(transfer: Transfer, download: TransferDownload) -> None:
     """The download must serve the transfer's files, in order, encrypted as it says, each with its IV."""
     listed = [file["name"] for file in transfer["files"]]
     served = [file["file_name"] for file in download["files"]]
@@ -96,8 +98,8 @@ def _check_file_list(transfer: dict[str, Any], download: dict[str, Any]) -> None
 
 
 def _sender_keys(
-    resolve: Resolver, sender: str, download: dict[str, Any], accept_rotation: bool
-) -> Generator[Effect, Outcome, dict[str, Any]]:
+    resolve: Resolver, sender: str, download: TransferDownload, accept_rotation: bool
+) -> Generator[Effect, Outcome, ResolvedAgent]:
     """The sender's keys, pinned; on a slug several connected accounts use, the one that sent it."""
     try:
         return (yield from resolve(sender, None, accept_rotation))
@@ -112,7 +114,7 @@ def _sender_keys(
         raise
 
 
-def _verify_sender(transfer: dict[str, Any], download: dict[str, Any], sender: dict[str, Any] | None) -> None:
+def _verify_sender(transfer: Transfer, download: TransferDownload, sender: ResolvedAgent | None) -> None:
     """Decisions 5.4: the signature over the file list, checked before a byte of any file is fetched."""
     transfer_id = transfer["id"]
     signature = download.get("sender_signature")
@@ -273,13 +275,15 @@ def receive_flow(
     level = shield_level(options.shield)
     out_dir = os.path.abspath(options.out_dir)
     quoted = _quote(transfer_id)
-    transfer = yield from call(RequestSpec("GET", f"/v1/transfers/{quoted}"), settings)
+    transfer: Transfer = yield from call(RequestSpec("GET", f"/v1/transfers/{quoted}"), settings)
     for listed in transfer["files"]:
         safe_relative_name(listed["name"], transfer["id"])
     if transfer["is_encrypted"] and identity is None:
         raise HandoffError("IDENTITY_REQUIRED", "receiving an encrypted transfer needs the recipient's identity")
     # Counts a download: not retried on a network error, which could count it twice.
-    download = yield from call(RequestSpec("GET", f"/v1/transfers/{quoted}/download", idempotent=False), settings)
+    download: TransferDownload = yield from call(
+        RequestSpec("GET", f"/v1/transfers/{quoted}/download", idempotent=False), settings
+    )
     for served in download["files"]:
         safe_relative_name(served["file_name"], transfer["id"])
     _check_file_list(transfer, download)
@@ -290,13 +294,14 @@ def receive_flow(
         if transfer["mode"] != "human-to-agent":
             sender = yield from _sender_keys(resolve, transfer["sender"], download, options.accept_rotation)
         _verify_sender(transfer, download, sender)
-        if not download.get("encrypted_key"):
+        encrypted_key = download["encrypted_key"]
+        if not encrypted_key:
             raise HandoffTransferError(
                 "FILE_LIST_MISMATCH", f"transfer {transfer['id']} has no encrypted key", transfer["id"]
             )
         assert identity is not None
         try:
-            content_key = unwrap_content_key(download["encrypted_key"], identity.x25519.private_key)
+            content_key = unwrap_content_key(encrypted_key, identity.x25519.private_key)
         except HandoffCryptoError as error:
             raise _named(error, transfer["id"], "the content key") from None
 
@@ -316,7 +321,9 @@ def receive_flow(
                     progress(name, done, total)
 
             try:
-                decryptor = RecordDecryptor(content_key, served["encryption_iv"]) if content_key else None
+                # _check_file_list refused an encrypted transfer with a file without its IV.
+                iv = served["encryption_iv"] or ""
+                decryptor = RecordDecryptor(content_key, iv) if content_key else None
                 scan = create_file_scan(level, name, transfer["files"][index].get("type"))
                 written.temps.append(temp)
                 sink = FileSink(temp, decryptor, scan, on_bytes)
