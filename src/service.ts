@@ -33,10 +33,11 @@ import { ProjectionEngine } from "./read-models/engine.js";
 import { HotLookups } from "./read-models/hot-rows.js";
 import { HeldContentKeys } from "./security/at-rest.js";
 import { HumanTokens } from "./security/human-tokens.js";
-import { loadServerKey } from "./security/server-key.js";
+import { loadLogKey, loadServerKey } from "./security/server-key.js";
 import { UrlTokens } from "./security/url-tokens.js";
 import type { Resolver, WebhookPolicy } from "./security/webhook-addresses.js";
 import { WebhookSecrets } from "./security/webhook-secrets.js";
+import { TransparencyLog } from "./transparency/log.js";
 
 /** Everything a running Handoff holds, wired from the configuration: the composition root. */
 export interface Service {
@@ -67,6 +68,8 @@ export interface Service {
   webhookDeps: WebhookDeps;
   /** Sends the webhook messages; `wake` makes it look at the queue at once. */
   webhooks: WebhookDispatcher;
+  /** The Merkle tree of every event, its signed checkpoints and proofs (decisions 9). */
+  transparency: TransparencyLog;
   close(): Promise<void>;
 }
 
@@ -174,7 +177,14 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const webhookParts = openWebhooks({ config, options, db, deps, engine, hot });
   const { webhooks, webhookDeps } = webhookParts;
   testClock?.onAdvance(() => webhooks.wake());
-  const background = { engine, housekeeper, peopleMail, ...webhookParts };
+  const transparency = new TransparencyLog(
+    store,
+    db,
+    config.logOrigin,
+    loadLogKey(config.logKey, config.dataDir),
+    (error) => console.error("transparency log:", error),
+  );
+  const background = { engine, transparency, housekeeper, peopleMail, ...webhookParts };
   if (options.runProjections ?? true) await startBackground(background);
 
   return {
@@ -196,6 +206,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     tokens,
     webhookDeps,
     webhooks,
+    transparency,
     async close() {
       await stopBackground(background);
       await rateLimits.close();
@@ -379,6 +390,7 @@ function openWebhooks(parts: {
 /** What runs in the background once the service is open. */
 interface Background {
   engine: ProjectionEngine;
+  transparency: TransparencyLog;
   housekeeper: Housekeeper;
   peopleMail: Reactor;
   webhookReactor: Reactor;
@@ -389,6 +401,7 @@ interface Background {
 /** The projections first, so the processes that read the read models find them moving. */
 async function startBackground(background: Background): Promise<void> {
   await background.engine.start();
+  await background.transparency.start();
   background.housekeeper.start();
   await background.peopleMail.start();
   await background.webhookReactor.start();
@@ -396,8 +409,9 @@ async function startBackground(background: Background): Promise<void> {
   background.webhooks.start();
 }
 
-/** In the reverse order: the deliveries and the reactors before the projections they read. */
+/** The log first, as before; then the deliveries and the reactors before the projections they read. */
 async function stopBackground(background: Background): Promise<void> {
+  await background.transparency.stop();
   await background.webhooks.stop();
   await background.webhookReactor.stop();
   await background.rotationsReactor.stop();

@@ -41,6 +41,7 @@ const SERVER: { name: string; members: string[] }[] = [
       "src/mail",
       "src/rate-limits",
       "src/observability",
+      "src/transparency",
       "src/sdk",
       "src/clock.ts",
       "src/config.ts",

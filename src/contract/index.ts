@@ -8,9 +8,11 @@ import { connectionOperations } from "./connections.js";
 import { directoryOperations } from "./directory.js";
 import { healthOperations } from "./health.js";
 import { historyOperations } from "./history.js";
+import { logOperations } from "./log.js";
 import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
+import { receiptOperations } from "./receipts.js";
 import { resumableOperations } from "./resumable.js";
 import { transferOperations } from "./transfers.js";
 import { webhookOperations } from "./webhooks.js";
@@ -32,8 +34,10 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...apiKeyOperations,
   ...connectionOperations,
   ...transferOperations,
+  ...receiptOperations,
   ...resumableOperations,
   ...historyOperations,
+  ...logOperations,
   ...broadcastOperations,
   ...adminOperations,
 ];

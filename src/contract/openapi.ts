@@ -150,6 +150,7 @@ const TAGS: Record<string, string> = {
   transfers: "Sending and receiving files",
   uploads: "Resumable uploads (tus 1.0.0) on a presigned file's `resumable_url`: the token is the capability",
   history: "History, audit feed and compliance report",
+  log: "The transparency log: checkpoints, proofs, the verifiable audit export (decisions 9)",
   admin: "Operator endpoints (ADMIN_TOKEN)",
 };
 
