@@ -292,9 +292,10 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     transferId = /transfer (tr_\w+)/.exec(sentText)?.[1] as string;
     expect(transferId).toBeTruthy();
     // Decisions 9.6: the browser pinned the log's key and kept the checkpoint that proved the agent's key.
-    const pinnedLog = JSON.parse(
-      (await page.evaluate("localStorage.getItem('handoff.log')")) ?? "null",
-    ) as { vkey: string; checkpoint: string } | null;
+    const pinnedLog = JSON.parse((await page.evaluate("localStorage.getItem('handoff.log')")) ?? "null") as {
+      vkey: string;
+      checkpoint: string;
+    } | null;
     const logKey = (await (await fetch(`${baseUrl}/v1/log/key`)).json()) as { vkey: string };
     expect(pinnedLog?.vkey).toBe(logKey.vkey);
     expect(pinnedLog?.checkpoint).toMatch(/\/handoff\n\d+\n/);
