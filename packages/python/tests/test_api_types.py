@@ -34,11 +34,11 @@ def test_api_types_are_what_the_generator_writes_from_docs_openapi_json() -> Non
 def test_a_field_added_to_the_contract_changes_the_generated_types() -> None:
     document = openapi()
     resolved = document["components"]["schemas"]["ResolvedAgent"]
-    resolved["properties"]["key_proof"] = {
+    resolved["properties"]["added_in_a_test"] = {
         "type": ["object", "null"],
         "properties": {"leaf_index": {"type": "integer"}},
         "required": ["leaf_index"],
     }
     text = generator().render(document)
-    assert "    key_proof: NotRequired[ResolvedAgentKeyProof | None]\n" in text
-    assert "class ResolvedAgentKeyProof(TypedDict):\n    leaf_index: int\n" in text
+    assert "    added_in_a_test: NotRequired[ResolvedAgentAddedInATest | None]\n" in text
+    assert "class ResolvedAgentAddedInATest(TypedDict):\n    leaf_index: int\n" in text
