@@ -119,10 +119,18 @@ export class TransparencyLog {
 
   /** RFC 9162 2.1.3: the audit path of a leaf in a signed tree. */
   async inclusion(leafIndex: number, treeSize: number): Promise<Hash[]> {
+    return (await this.inclusionsIn(treeSize))(leafIndex);
+  }
+
+  /** Audit paths in one signed tree, its size checked once: what an export of many entries asks. */
+  async inclusionsIn(treeSize: number): Promise<(leafIndex: number) => Promise<Hash[]>> {
     await this.requireSigned(treeSize);
-    if (leafIndex >= treeSize)
-      throw new BeyondCheckpoint(`leaf_index ${leafIndex} is not in a tree of ${treeSize}`);
-    return inclusionProof(this.tiles.subtrees, leafIndex, treeSize);
+    return async (leafIndex) => {
+      if (leafIndex >= treeSize) {
+        throw new BeyondCheckpoint(`leaf_index ${leafIndex} is not in a tree of ${treeSize}`);
+      }
+      return inclusionProof(this.tiles.subtrees, leafIndex, treeSize);
+    };
   }
 
   /** RFC 9162 2.1.4: the proof that the signed tree of `to` leaves extends the one of `from`. */
