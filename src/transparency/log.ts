@@ -1,5 +1,11 @@
 import { toBase64 } from "@handoff/sdk/crypto";
-import { consistencyProof, type Hash, inclusionProof, type LogEntry } from "@handoff/sdk/transparency";
+import {
+  consistencyProof,
+  type Hash,
+  inclusionProof,
+  type KeyProof,
+  type LogEntry,
+} from "@handoff/sdk/transparency";
 import type { Knex } from "knex";
 import type { EventStore, Position, RecordedEvent } from "../eventstore/port.js";
 import { type CheckProgress, checkLog, type LogCheck } from "./check.js";
@@ -24,15 +30,6 @@ export interface LeafEntry {
   leafIndex: number;
   event: RecordedEvent;
   entry: LogEntry;
-}
-
-/** What 9.6 attaches to agent answers: the leaf that set the current keys, proven in the newest checkpoint. */
-export interface KeyProof {
-  leaf_index: number;
-  entry: LogEntry;
-  tree_size: number;
-  checkpoint: string;
-  inclusion: string[];
 }
 
 /** The start-up check's state, which /readyz reports and which gates signing (decisions 9.4). */

@@ -34,11 +34,12 @@ def test_api_types_are_what_the_generator_writes_from_docs_openapi_json() -> Non
 def test_a_field_added_to_the_contract_changes_the_generated_types() -> None:
     document = openapi()
     resolved = document["components"]["schemas"]["ResolvedAgent"]
-    resolved["properties"]["added_in_a_test"] = {
+    # A field the contract does not have (key_proof, once the example here, now is one).
+    resolved["properties"]["witness_note"] = {
         "type": ["object", "null"],
         "properties": {"leaf_index": {"type": "integer"}},
         "required": ["leaf_index"],
     }
     text = generator().render(document)
-    assert "    added_in_a_test: NotRequired[ResolvedAgentAddedInATest | None]\n" in text
-    assert "class ResolvedAgentAddedInATest(TypedDict):\n    leaf_index: int\n" in text
+    assert "    witness_note: NotRequired[ResolvedAgentWitnessNote | None]\n" in text
+    assert "class ResolvedAgentWitnessNote(TypedDict):\n    leaf_index: int\n" in text

@@ -82,6 +82,9 @@ def parties(server: Server) -> Parties:
     with Client(env["HANDOFF_URL"], env["HANDOFF_API_KEY"], sender) as client:
         client.register_agent(sender)
         client.register_agent(receiver)
+        # Waits (really) until the log has signed the receiver's keys (decisions 9.6): a test that
+        # stubs time.sleep below would otherwise not wait for the key proof at all.
+        client.resolve(receiver.agent_id)
     return Parties(env, sender, receiver)
 
 

@@ -40,8 +40,10 @@ TRANSFER: Transfer = {
     "created_at": "2026-11-28T10:00:00.000Z",
     "expires_at": "2026-11-29T10:00:00.000Z",
 }
+# A person's receiving key: an agent's would need a key proof the transparency log backs (decisions
+# 9.6), which test_custody.py checks; the types are the same.
 RESOLVED: ResolvedAgent = {
-    "agent_id": "bob",
+    "agent_id": "bob@example.com",
     "public_key": "q1v9Tq4mXo5b3n1d6QmJt2yCk6g0Yw4oH2rj5m8Yb2c=",
     "public_key_algorithm": "X25519",
     "key_version": 1,
@@ -67,7 +69,7 @@ def test_the_sync_client_answers_the_apis_types() -> None:
         transfer = assert_type(client.transfer("tr_1"), Transfer)
         page = assert_type(client.inbox(), InboxPage)
         whole = assert_type(client.whole_inbox(), WholeInbox)
-        resolved = assert_type(client.resolve("bob"), ResolvedAgent)
+        resolved = assert_type(client.resolve("bob@example.com"), ResolvedAgent)
         connections = assert_type(client.connections(), list[Connection])
     assert transfer["files"][0]["name"] == "a.txt"
     assert page["transfers"][0]["id"] == whole["transfers"][0]["id"] == "tr_1"

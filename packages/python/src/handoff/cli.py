@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 from . import __version__
 from .client import Client
-from .errors import HandoffError, describe_error
+from .errors import HandoffCustodyError, HandoffError, describe_error
 from .export_check import verify_export
 from .identity import create_identity, load_identity, save_identity
 from .pins import beside_identity
@@ -48,19 +48,22 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
                                           encrypt, sign and send files or folders; prints the transfer
   send --resume TRANSFER_ID --identity FILE
                                           finish a send that was interrupted, from FILE.sends/
-  receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation]
+  receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation] [--no-receipt]
                                           download, verify, decrypt and scan into DIR (default .);
-                                          exit 3 when Shield blocked a file
+                                          exit 3 when Shield blocked a file; then a signed receipt
   inbox --identity FILE [--wait SECONDS]  the agent's inbox (long-poll up to 30 s)
-  listen --identity FILE --out DIR [--shield LEVEL]
+  listen --identity FILE --out DIR [--shield LEVEL] [--no-receipt]
                                           receive each new transfer until SIGINT/SIGTERM
   log verify FILE [--vkey VKEY | --identity FILE]
                                           check an audit export offline: the checkpoint's signature
                                           by the log key (VKEY, else the one pinned beside the
                                           identity), every inclusion proof, leaf order, receipts;
                                           prints the report, exit 5 naming the first bad line
+  log witness --state DIR                 check the log's newest checkpoint extends the one kept
+                                          in DIR, keep it; exit 5 on a forked log
   Shield levels: off, permissive, standard (default), strict, paranoid. --accept-rotation takes
-  a peer's changed keys instead of refusing them (keys are pinned on first use)."""
+  a peer's changed keys instead of refusing them (keys are pinned on first use, and must be in the
+  transparency log with a higher key_version: exit 5 when the log does not back them, or forked)."""
 
 
 class UsageError(Exception):
@@ -268,6 +271,7 @@ def send(args: list[str]) -> int:
         parser.add_argument(flag)
     parser.add_argument("--plain", action="store_true")
     parser.add_argument("--accept-rotation", action="store_true")
+    parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_intermixed_args(args)
     identity = _required(values.identity, "--identity FILE")
     if values.resume is not None:
@@ -310,11 +314,18 @@ def send(args: list[str]) -> int:
     return 0
 
 
+def _warn_refused_receipt(outcome: dict[str, Any]) -> None:
+    """A receipt the service did not record: one stderr line, the receive stands (decisions 9.5)."""
+    if "error" in outcome:
+        _warn(f"the receipt was not recorded: {describe_error(outcome['error'])}")
+
+
 def receive(args: list[str]) -> int:
     parser = _parser("transfer_id")
     for flag in ("--identity", "--out", "--shield"):
         parser.add_argument(flag)
     parser.add_argument("--accept-rotation", action="store_true")
+    parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_intermixed_args(args)
     identity = _required(values.identity, "--identity FILE")
     positionals: list[str] = values.transfer_id
@@ -329,6 +340,8 @@ def receive(args: list[str]) -> int:
             shield=shield,
             accept_rotation=values.accept_rotation,
             on_progress=bars.on_progress,
+            receipt=not values.no_receipt,
+            on_receipt=_warn_refused_receipt,
         )
     _print_json(result)
     blocked = _blocked(result["files"])
@@ -362,6 +375,7 @@ def listen(args: list[str]) -> int:
     parser = _parser()
     for flag in ("--identity", "--out", "--shield"):
         parser.add_argument(flag)
+    parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_args(args)
     identity = _required(values.identity, "--identity FILE")
     out_dir = os.path.abspath(_required(values.out, "--out DIR"))
@@ -385,6 +399,8 @@ def listen(args: list[str]) -> int:
                 on_received=received,
                 on_failed=lambda transfer_id, error: _warn(f"{transfer_id}: skipped, {describe_error(error)}"),
                 on_error=lambda error: _warn(f"reading the inbox failed, trying again: {describe_error(error)}"),
+                receipt=not values.no_receipt,
+                on_receipt=_warn_refused_receipt,
             )
     except (KeyboardInterrupt, _Stopped):
         pass
@@ -426,6 +442,21 @@ def log_verify(args: list[str]) -> int:
     return EXIT_CUSTODY
 
 
+def log_witness(args: list[str]) -> int:
+    """``log witness --state DIR`` (decisions 9.7): the newest checkpoint held to the one kept in
+    DIR (the log key pinned there at first use), then kept; prints ``{origin, size, root}`` as the
+    Node CLI does. A forked log is one stderr line and exit 5."""
+    parser = _parser()
+    parser.add_argument("--state")
+    values = parser.parse_args(args)
+    state = os.path.abspath(_required(values.state, "--state DIR"))
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    base_url, api_key = _settings()
+    with Client(base_url, api_key, user_agent=_user_agent(), log_path=os.path.join(state, "log.json")) as client:
+        _print_json(client.witness_log())
+    return 0
+
+
 COMMANDS: list[tuple[list[str], Callable[[list[str]], int]]] = [
     (["identity", "new"], identity_new),
     (["send"], send),
@@ -433,6 +464,7 @@ COMMANDS: list[tuple[list[str], Callable[[list[str]], int]]] = [
     (["inbox"], inbox),
     (["listen"], listen),
     (["log", "verify"], log_verify),
+    (["log", "witness"], log_witness),
 ]
 
 
@@ -453,6 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             except KeyboardInterrupt:
                 return 130
+            except HandoffCustodyError as error:
+                _warn(describe_error(error))
+                return EXIT_CUSTODY
             except Exception as error:
                 _warn(describe_error(error))
                 return 1

@@ -9,6 +9,7 @@ Nothing about the API is written twice.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Generator
 from datetime import datetime, timezone
@@ -31,12 +32,13 @@ from .api_types import (
     Transfer,
 )
 from .crypto import to_base64
+from .custody import LogWitness, check_answer, default_log_path, is_person, witness_log
 from .errors import HandoffError
 from .identity import Identity
 from .listening import ListenOptions, listen_flow
 from .local import file_state, local_files
 from .pins import PinStore, default_pins_path, pin_name
-from .protocol import Effect, Outcome, RequestSpec, Settings, StreamOpened, call, open_stream, request
+from .protocol import Effect, Outcome, RequestSpec, Settings, Sleep, StreamOpened, call, open_stream, request
 from .receiving import ReceiveOptions, ReceiveResult, receive_flow
 from .sending import PRESIGNED_THRESHOLD, ProgressCallback, SendOptions, resume_send_flow, send_flow
 from .transport import DEFAULT_TIMEOUT, Step, drive, finished
@@ -46,6 +48,10 @@ P = ParamSpec("P")
 #: An operation as a generator of effects whose result is a T.
 Flow = Generator[Effect, Outcome, T]
 Http = TypeVar("Http", httpx.Client, httpx.AsyncClient)
+
+#: A checkpoint covers an agent's new keys within about a second (decisions 9.2): wait that long.
+KEY_PROOF_ATTEMPTS = 12
+KEY_PROOF_RETRY_SECONDS = 0.25
 
 
 class WholeInbox(TypedDict):
@@ -70,6 +76,7 @@ class Operations:
         user_agent: str | None,
         max_retries: int,
         presigned_threshold: int,
+        log_path: str | None = None,
     ) -> None:
         self.identity = identity
         self.settings = Settings(
@@ -81,6 +88,7 @@ class Operations:
         )
         identity_path = identity.path if identity else None
         self.pins = PinStore(pins_path or (default_pins_path(identity_path) if identity_path else None))
+        self.log = LogWitness(self.settings, log_path or (default_log_path(identity_path) if identity_path else None))
         self.presigned_threshold = presigned_threshold
 
     def _call(self, method: str, url: str, **options: Any) -> Flow[Any]:
@@ -104,10 +112,27 @@ class Operations:
         return self._call("POST", "/v1/agents/register", json=body)
 
     def resolve(self, agent: str, account: str | None, accept_rotation: bool) -> Flow[ResolvedAgent]:
-        resolved: ResolvedAgent = yield from self._call(
-            "GET", "/v1/agents/resolve", query={"agent_id": agent, "account": account}
-        )
-        return self.pins.check(pin_name(resolved["agent_id"], account), resolved, accept_rotation)
+        """An agent's keys, proven by the transparency log (decisions 9.6) and pinned: the answer's
+        key_proof must prove the very keys answered in a checkpoint signed by the log key pinned at
+        first use and consistent with every checkpoint seen before, else HandoffCustodyError."""
+        resolved = yield from self._resolve_proven(agent, account)
+        proven = yield from check_answer(self.log, resolved)
+        return self.pins.check(pin_name(resolved["agent_id"], account), resolved, accept_rotation, proven)
+
+    def _resolve_proven(self, agent: str, account: str | None) -> Flow[ResolvedAgent]:
+        """The resolve answer, asked again for a moment while the log has not yet signed new keys."""
+        attempt = 0
+        while True:
+            resolved: ResolvedAgent = yield from self._call("GET", "/v1/agents/resolve", query={"agent_id": agent, "account": account})
+            waiting = resolved.get("key_proof") is None and resolved.get("public_key") is not None
+            if not waiting or is_person(resolved) or attempt >= KEY_PROOF_ATTEMPTS:
+                return resolved
+            attempt += 1
+            yield Sleep(KEY_PROOF_RETRY_SECONDS)
+
+    def witness_log(self) -> Flow[dict[str, Any]]:
+        """Fetches the newest checkpoint and holds it to the one kept (decisions 9.7)."""
+        return witness_log(self.settings, self.log)
 
     # The shell's part of a send: what the file system holds and the time are read here, when the
     # operation is asked for, and the flows get them as arguments.
@@ -145,13 +170,24 @@ class Operations:
         spec = RequestSpec("GET", "/v1/transfers/inbox/events", query={"after": after}, accept="text/event-stream")
         return open_stream(spec, self.settings)
 
-    def listen(self, out_dir: str, shield: str | None, options: ListenOptions) -> Flow[None]:
-        return listen_flow(
-            lambda wait, cursor: self.inbox(wait, cursor),
-            self.inbox_events,
-            lambda transfer_id: self.receive(transfer_id, ReceiveOptions(out_dir, shield)),
-            options,
-        )
+    def listen(
+        self,
+        out_dir: str,
+        shield: str | None,
+        options: ListenOptions,
+        receipt: bool = True,
+        on_receipt: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Flow[None]:
+        # Each result is told as soon as its files are in place, before its receipt goes: a listener
+        # stopped while the service records a receipt has still reported what it wrote.
+        def receive(transfer_id: str) -> Flow[ReceiveResult]:
+            receiving = ReceiveOptions(
+                out_dir, shield, receipt=receipt, on_receipt=on_receipt, on_placed=options.on_received
+            )
+            return self.receive(transfer_id, receiving)
+
+        told_early = dataclasses.replace(options, on_received=None)
+        return listen_flow(lambda wait, cursor: self.inbox(wait, cursor), self.inbox_events, receive, told_early)
 
     def profile(self) -> Flow[Profile]:
         return self._call("GET", "/v1/agents/me")
@@ -223,9 +259,10 @@ class _Operations(Generic[Http]):
         max_retries: int = 3,
         presigned_threshold: int = PRESIGNED_THRESHOLD,
         http: Http | None = None,
+        log_path: str | None = None,
     ) -> None:
         self.ops = Operations(
-            base_url, api_key, identity, pins_path, user_agent, max_retries, presigned_threshold
+            base_url, api_key, identity, pins_path, user_agent, max_retries, presigned_threshold, log_path
         )
         self._http: Http = http or self._new_http()
 
@@ -311,9 +348,14 @@ class _Operations(Generic[Http]):
         shield: str | None = None,
         accept_rotation: bool = False,
         on_progress: ProgressCallback | None = None,
+        receipt: bool = True,
+        on_receipt: Callable[[dict[str, Any]], None] | None = None,
     ) -> Flow[ReceiveResult]:
-        """Verifies, downloads, decrypts and scans a transfer into ``out_dir``."""
-        return self.ops.receive(transfer_id, ReceiveOptions(out_dir, shield, accept_rotation, on_progress))
+        """Verifies, downloads, decrypts and scans a transfer into ``out_dir``; then signs and posts
+        a receipt (decisions 9.5) unless ``receipt=False``, telling ``on_receipt`` what became of it
+        (``{position, leaf_index}`` or ``{error}``: a refused receipt never fails the receive)."""
+        options = ReceiveOptions(out_dir, shield, accept_rotation, on_progress, receipt, on_receipt)
+        return self.ops.receive(transfer_id, options)
 
     @operation
     def listen(
@@ -326,11 +368,13 @@ class _Operations(Generic[Http]):
         on_received: Callable[[ReceiveResult], None] | None = None,
         on_failed: Callable[[str, Exception], None] | None = None,
         on_error: Callable[[Exception], None] | None = None,
+        receipt: bool = True,
+        on_receipt: Callable[[dict[str, Any]], None] | None = None,
     ) -> Flow[None]:
         """Receives each new transfer as it arrives, until ``stop`` is set (checked between polls)
-        or, with AsyncClient, the task is cancelled."""
+        or, with AsyncClient, the task is cancelled; each gets a receipt unless ``receipt=False``."""
         options = ListenOptions(cursor, on_received, on_failed, on_error, stop.is_set if stop else lambda: False)
-        return self.ops.listen(out_dir, shield, options)
+        return self.ops.listen(out_dir, shield, options, receipt, on_receipt)
 
     @operation
     def profile(self) -> Flow[Profile]:
@@ -354,6 +398,12 @@ class _Operations(Generic[Http]):
     @operation
     def sendable(self) -> Flow[list[SendableAgent]]:
         return self.ops.sendable()
+
+    @operation
+    def witness_log(self) -> Flow[dict[str, Any]]:
+        """Fetches the log's newest checkpoint, checks it extends the one kept (beside the identity,
+        or ``log_path``) and keeps it: ``{origin, size, root}``; LOG_FORKED otherwise (decisions 9.7)."""
+        return self.ops.witness_log()
 
 
 class Client(_Operations[httpx.Client]):

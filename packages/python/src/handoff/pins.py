@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from .api_types import ResolvedAgent
-from .errors import HandoffError, HandoffKeyChangedError
+from .errors import HandoffCustodyError, HandoffError, HandoffKeyChangedError
 from .files import write_private_file
 
 PinFile = dict[str, dict[str, Any]]
@@ -42,8 +42,12 @@ class PinStore:
         self._memory: PinFile = {}
         self._lock = threading.Lock()
 
-    def check(self, name: str, resolved: ResolvedAgent, accept_rotation: bool) -> ResolvedAgent:
-        """Checks ``resolved`` (a resolve answer) against its pin, pinning it if new."""
+    def check(
+        self, name: str, resolved: ResolvedAgent, accept_rotation: bool, proven_by_log: bool = False
+    ) -> ResolvedAgent:
+        """Checks ``resolved`` (a resolve answer) against its pin, pinning it if new. For keys the
+        transparency log backs (``proven_by_log``, decisions 9.6), changed keys are taken only with a
+        higher key_version (a rotation on record), and then only with ``accept_rotation``."""
         if resolved.get("public_key") is None or resolved.get("key_version") is None:
             raise HandoffError(
                 "AGENT_NOT_CONNECTED",
@@ -63,6 +67,14 @@ class PinStore:
                 and pinned.get("public_key") == current["public_key"]
                 and pinned.get("signing_public_key") == current["signing_public_key"]
             )
+            pinned_version = pinned.get("key_version") if pinned is not None else None
+            rotated = isinstance(pinned_version, int) and int(current["key_version"] or 0) > pinned_version
+            if pinned is not None and not same and proven_by_log and not rotated:
+                raise HandoffCustodyError(
+                    "KEY_NOT_IN_LOG",
+                    f"the keys of agent '{name}' changed without a rotation on record in the transparency log "
+                    f"(key_version {pinned.get('key_version')} → {current['key_version']})",
+                )
             if pinned is not None and not same and not accept_rotation:
                 raise HandoffKeyChangedError(name, pinned, current)
             if pinned is None or not same or pinned.get("key_version") != current["key_version"]:

@@ -8,6 +8,7 @@ file of the transfer has passed; on any failure everything this call wrote is re
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 import sys
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 from urllib.parse import quote
 
+from .custody import post_receipt, receipt_draft, utc_now
 from .api_types import ResolvedAgent, Transfer, TransferDownload
 from .crypto import RecordDecryptor, SignedTransfer, from_base64, plain_size_of, unwrap_content_key, verify_transfer
 from .errors import HandoffApiError, HandoffCryptoError, HandoffError, HandoffTransferError
@@ -47,6 +49,14 @@ class ReceiveOptions:
     shield: str | None = None
     accept_rotation: bool = False
     on_progress: ProgressCallback | None = None
+    #: Sign and post a receipt once every file verified (decisions 9.5).
+    receipt: bool = True
+    #: Told what became of the receipt: ``{position, leaf_index}``, or ``{error}`` (never raised).
+    on_receipt: Callable[[dict[str, Any]], None] | None = None
+    #: Told the result as soon as the files are in place, before the receipt goes (listen prints it).
+    on_placed: Callable[[ReceiveResult], None] | None = None
+    #: The receipt's ``received_at`` (the I/O shell's clock).
+    now: Callable[[], str] = utc_now
 
 
 def shield_level(level: str | None) -> str:
@@ -177,9 +187,13 @@ class FileSink:
         self._decryptor = decryptor
         self._scan = scan
         self._on_bytes = on_bytes
+        #: The plaintext written and the bytes downloaded, hashed as they pass (a receipt names both).
+        self.plain_hash = hashlib.sha256()
+        self.stored_hash = hashlib.sha256()
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 
     def __call__(self, chunk: bytes | memoryview) -> None:
+        self.stored_hash.update(chunk)
         if self._decryptor is None:
             self._take(memoryview(chunk))
             return
@@ -202,6 +216,7 @@ class FileSink:
         """Scans and writes ``plaintext`` before returning: its buffer is reused after."""
         assert self._fd is not None
         self._scan.observe(plaintext)
+        self.plain_hash.update(plaintext)
         written = 0
         while written < len(plaintext):  # again from where a short write stopped
             written += os.write(self._fd, plaintext[written:])
@@ -307,6 +322,7 @@ def receive_flow(
 
     written = _Written()
     results: list[ReceivedFile] = []
+    hashed: list[dict[str, Any]] = []
     pending: list[tuple[str, ReceivedFile, list[str]]] = []
     try:
         written.make_folders(out_dir)
@@ -336,6 +352,14 @@ def receive_flow(
                 raise _named(error, transfer["id"], name) from None
             file: ReceivedFile = {"name": name, "size": sink.size, "shield": scan.finish(temp)}
             results.append(file)
+            hashed.append(
+                {
+                    "name": name,
+                    "size": sink.size,
+                    "sha256": sink.plain_hash.hexdigest(),
+                    "stored_sha256": sink.stored_hash.hexdigest(),
+                }
+            )
             if file["shield"]["verdict"] == "blocked":
                 os.unlink(temp)
                 written.temps.remove(temp)
@@ -350,7 +374,16 @@ def receive_flow(
     except BaseException:
         written.remove()
         raise
-    return {"transfer_id": transfer["id"], "files": [_in_spec_order(file) for file in results]}
+    result: ReceiveResult = {"transfer_id": transfer["id"], "files": [_in_spec_order(file) for file in results]}
+    if options.on_placed is not None:
+        options.on_placed(result)
+    if options.receipt and identity is not None:
+        verdicts = [file["shield"]["verdict"] for file in results]
+        draft = receipt_draft(transfer, download, level, hashed, verdicts, options.now())
+        outcome = yield from post_receipt(settings, identity, draft)
+        if options.on_receipt is not None:
+            options.on_receipt(outcome)
+    return result
 
 
 def _in_spec_order(file: ReceivedFile) -> ReceivedFile:

@@ -18,12 +18,13 @@ import binascii
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 HASH_SIZE = 32
 #: The signature type byte of Ed25519 in signed notes.
@@ -303,3 +304,48 @@ def open_checkpoint(note: str, key: VerifierKey) -> Checkpoint:
     if checkpoint.origin != key.name:
         raise TransparencyError(f"the checkpoint's origin {checkpoint.origin} is not its signer {key.name}")
     return checkpoint
+
+
+# --- Key proofs and receipts (decisions 9.5, 9.6) ----------------------------------------------------
+
+
+def check_key_proof(proof: Mapping[str, Any], keys: Mapping[str, Any], log_key: VerifierKey) -> Checkpoint:
+    """The Node SDK's checkKeyProof: the checkpoint signed by the log and of the proof's size, the
+    entry the agent's key registration (``AgentConnected``) holding exactly the keys answered, and
+    included at its leaf. Answers the checkpoint, for the caller to hold against the ones it saw
+    before; raises TransparencyError saying what failed."""
+    try:
+        checkpoint = open_checkpoint(str(proof["checkpoint"]), log_key)
+    except TransparencyError as error:
+        raise TransparencyError(f"its checkpoint is not the log's: {error}") from None
+    if checkpoint.size != proof.get("tree_size"):
+        raise TransparencyError("its checkpoint is of another tree size")
+    entry = proof.get("entry")
+    data = entry.get("data") if isinstance(entry, dict) else None
+    version = data.get("keyVersion") if isinstance(data, dict) else None
+    backed = (
+        isinstance(entry, dict)
+        and isinstance(data, dict)
+        and entry.get("type") == "AgentConnected"
+        and data.get("publicKey") == keys.get("public_key")
+        and data.get("signingPublicKey") == keys.get("signing_public_key")
+        and type(version) is int
+        and version == keys.get("key_version")
+    )
+    if not backed:
+        raise TransparencyError("the log's entry does not hold the keys answered")
+    hashes = [_strict_base64(str(item), "its inclusion proof") for item in proof.get("inclusion") or []]
+    index = proof.get("leaf_index")
+    if type(index) is not int:
+        raise TransparencyError("its leaf index is not a number")
+    try:
+        verify_inclusion(index, checkpoint.size, leaf_hash(canonical_json(entry)), hashes, checkpoint.root)
+    except TransparencyError:
+        raise TransparencyError("its inclusion proof does not verify against the signed checkpoint") from None
+    return checkpoint
+
+
+def sign_receipt(signing_seed: bytes, receipt: Mapping[str, Any]) -> str:
+    """base64 of the Ed25519 signature of the receipt's canonical JSON (decisions 9.5)."""
+    signature = Ed25519PrivateKey.from_private_bytes(signing_seed).sign(canonical_json(dict(receipt)))
+    return base64.b64encode(signature).decode("ascii")
