@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from "node:crypto";
-import { request } from "node:http";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, randomPublicKey } from "../support/app.js";
@@ -7,6 +6,7 @@ import { freshPostgres, postgresServer, postgresSkipReason, tempDir, titled } fr
 import { EventStreamReader } from "../support/event-stream-reader.js";
 import { RoundRobinProxy } from "../support/round-robin-proxy.js";
 import { ServerProcess } from "../support/server-process.js";
+import { openPatch, type TusTrip, tusOffset, tusUpload } from "../support/tus-client.js";
 import { startReceiver } from "../support/webhook-receiver.js";
 
 const MiB = 1024 * 1024;
@@ -28,61 +28,6 @@ async function call(base: string, method: string, path: string, key: string, bod
   const text = await response.text();
   if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
   return JSON.parse(text);
-}
-
-/** A PATCH whose first `sent` bytes go out while the request stays open; `ended` gives its status or "cut". */
-function openPatch(url: string, offset: number, body: Buffer, sent: number) {
-  const req = request(url, {
-    method: "PATCH",
-    headers: {
-      ...TUS,
-      "content-type": "application/offset+octet-stream",
-      "upload-offset": String(offset),
-      "content-length": String(body.length),
-    },
-  });
-  const ended = new Promise<number | "cut">((resolve) => {
-    req.on("error", () => resolve("cut"));
-    req.on("response", (answer) => {
-      answer.resume();
-      resolve(answer.statusCode ?? 0);
-    });
-  });
-  req.write(body.subarray(0, sent));
-  return { ended, rest: () => req.end(body.subarray(sent)) };
-}
-
-/**
- * A tus client's loop, one PATCH of CHUNK bytes per request: it asks HEAD where the upload is and
- * sends from there; a cut connection, a 409 or a 423 (after its Retry-After) makes it ask again.
- */
-async function upload(url: string, data: Buffer, seen: { locked: string[] }): Promise<void> {
-  for (let tries = 0; tries < 60; tries++) {
-    const head = await fetch(url, { method: "HEAD", headers: TUS }).catch(() => null);
-    if (!head || head.status === 423) {
-      if (head) seen.locked.push(head.headers.get("retry-after") ?? "");
-      await sleep(Number(head?.headers.get("retry-after") ?? 0.2) * 1000);
-      continue;
-    }
-    expect(head.status).toBe(200);
-    const offset = Number(head.headers.get("upload-offset"));
-    if (offset === data.length) return;
-    const patch = await fetch(url, {
-      method: "PATCH",
-      headers: {
-        ...TUS,
-        "content-type": "application/offset+octet-stream",
-        "upload-offset": String(offset),
-      },
-      body: data.subarray(offset, offset + CHUNK),
-    }).catch(() => null);
-    if (patch?.status === 423) {
-      seen.locked.push(patch.headers.get("retry-after") ?? "");
-      await sleep(Number(patch.headers.get("retry-after")) * 1000);
-    } else if (patch && patch.status !== 204 && patch.status !== 409)
-      throw new Error(`PATCH: ${patch.status} ${await patch.text()}`);
-  }
-  throw new Error("the upload did not complete");
 }
 
 /**
@@ -174,10 +119,10 @@ describe.skipIf(!postgresServer)(
       const patchesBefore = () => proxy.served.filter((s) => s.method === "PATCH").length;
 
       // Two chunks, each PATCH to the next instance in turn.
-      const seen = { locked: [] as string[] };
-      await upload(resumable, data.subarray(0, 2 * CHUNK), seen);
-      const afterTwo = await fetch(resumable, { method: "HEAD", headers: TUS });
-      expect(Number(afterTwo.headers.get("upload-offset"))).toBe(2 * CHUNK);
+      const seen: TusTrip = { locked: [] };
+      const slice = (start: number, end: number) => data.subarray(start, end);
+      await tusUpload(resumable, 2 * CHUNK, slice, { chunk: CHUNK, trip: seen });
+      expect(await tusOffset(resumable)).toBe(2 * CHUNK);
 
       // Two PATCHes at once on two instances never both append: the second stops the first,
       // which commits what arrived, and is told where the upload is.
@@ -197,9 +142,7 @@ describe.skipIf(!postgresServer)(
       await racing.ended;
 
       // kill -9 of the instance serving a PATCH, half of its body sent.
-      const now = Number(
-        (await fetch(resumable, { method: "HEAD", headers: TUS })).headers.get("upload-offset"),
-      );
+      const now = await tusOffset(resumable);
       const patchIndex = patchesBefore();
       const cut = openPatch(resumable, now, data.subarray(now, now + CHUNK), CHUNK / 2);
       while (patchesBefore() === patchIndex) await sleep(10);
@@ -211,7 +154,7 @@ describe.skipIf(!postgresServer)(
       expect(await cut.ended).toBe("cut");
 
       // The rest through the two left; the killed one's lease makes them answer 423 until it lapses.
-      await upload(resumable, data, seen);
+      await tusUpload(resumable, data.length, slice, { chunk: CHUNK, trip: seen });
       expect(seen.locked.length).toBeGreaterThan(0);
       expect(seen.locked.every((value) => Number(value) > 0)).toBe(true);
       const patchedOn = new Set(proxy.served.filter((s) => s.method === "PATCH").map((s) => s.instance));
