@@ -71,6 +71,11 @@ describe.skipIf(!postgresServer)(
         proxy.add(instance.baseUrl);
       }
       const base = proxy.url;
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      cleanups.push(() => client.end());
+      const leaseHolders = async () =>
+        Number((await client.query("select count(*) as n from upload_leases")).rows[0].n);
 
       const created = await call(base, "POST", "/v1/admin/accounts", ADMIN_TOKEN, {
         email: `round-robin-${randomBytes(4).toString("hex")}@example.com`,
@@ -145,8 +150,9 @@ describe.skipIf(!postgresServer)(
       const now = await tusOffset(resumable);
       const patchIndex = patchesBefore();
       const cut = openPatch(resumable, now, data.subarray(now, now + CHUNK), CHUNK / 2);
-      while (patchesBefore() === patchIndex) await sleep(10);
-      await sleep(200);
+      // Killed once it writes: its lease taken, with half a chunk on its way.
+      while ((await leaseHolders()) === 0) await sleep(10);
+      await sleep(100);
       const serving = proxy.served.filter((s) => s.method === "PATCH")[patchIndex]?.instance as string;
       const victim = instances.find((instance) => instance.baseUrl === serving) as ServerProcess;
       await victim.kill("SIGKILL");
@@ -208,9 +214,6 @@ describe.skipIf(!postgresServer)(
           call(instance.baseUrl, "POST", "/v1/admin/clock", ADMIN_TOKEN, { advance_seconds: 86_400 }),
         ),
       );
-      const client = new pg.Client({ connectionString: database.url });
-      await client.connect();
-      cleanups.push(() => client.end());
       const purges = async () =>
         Number(
           (
