@@ -21,10 +21,9 @@ import { join } from "node:path";
 import type { Knex } from "knex";
 import { projections } from "../projections/index.js";
 import { openDatabase } from "../src/db/database.js";
-import type { StreamAppend } from "../src/eventstore/port.js";
 import { PostgresEventStore } from "../src/eventstore/postgres.js";
 import { ProjectionEngine } from "../src/read-models/engine.js";
-import { transferLife } from "./seed-events.js";
+import { seedTransfers } from "./seed-events.js";
 import {
   benchDatabase,
   createAccount,
@@ -42,8 +41,6 @@ import {
 const EVENTS = Number(process.env.BENCH_AUDIT_EVENTS ?? 100_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const PAGE = 1000;
-/** Transfers appended per transaction while seeding. */
-const SEED_BATCH = 500;
 const TARGET_AUDIT = 5_000;
 const TARGET_REBUILD = 20_000;
 const TIME_LIMIT_MS = 9 * 60 * 1000;
@@ -64,20 +61,11 @@ async function seed(server: ServerChild, db: Knex): Promise<Seeded> {
     { headers: { authorization: `Bearer ${account.apiKey}` } },
   );
   const id = (slug: string) => agents.json.agents.find((a) => a.agent_id === slug)?.id as string;
-  const store = new PostgresEventStore(db);
-  const transfers = Math.ceil(EVENTS / 4);
-  const started = Date.now();
-  for (let done = 0; done < transfers; done += SEED_BATCH) {
-    const appends: StreamAppend[] = [];
-    for (let i = done; i < Math.min(transfers, done + SEED_BATCH); i++) {
-      const at = new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString();
-      appends.push(...transferLife(account.accountId, id("bench-sender"), id("bench-recipient"), at));
-    }
-    await store.appendMany(appends);
-  }
-  console.log(
-    `  seeded ${transfers * 4} events (${transfers} transfers) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-  );
+  await seedTransfers(new PostgresEventStore(db), Math.ceil(EVENTS / 4), {
+    accountId: account.accountId,
+    sender: id("bench-sender"),
+    recipient: id("bench-recipient"),
+  });
   // The running server projects them as they land; the feed is measured once it has caught up.
   const caughtUp = Date.now();
   for (;;) {

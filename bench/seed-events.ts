@@ -5,7 +5,13 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { METADATA_VERSION } from "../domain/recorded-event.js";
-import { ANY, type EventToAppend, NO_STREAM, type StreamAppend } from "../src/eventstore/port.js";
+import {
+  ANY,
+  type EventStore,
+  type EventToAppend,
+  NO_STREAM,
+  type StreamAppend,
+} from "../src/eventstore/port.js";
 
 const metadata = (accountId: string, at: string) => ({
   schemaVersion: METADATA_VERSION,
@@ -30,12 +36,7 @@ const event = (
 });
 
 /** One transfer's life on the account: created, counted, downloaded once, downloaded out. */
-export function transferLife(
-  accountId: string,
-  sender: string,
-  recipient: string,
-  at: string,
-): StreamAppend[] {
+function transferLife(accountId: string, sender: string, recipient: string, at: string): StreamAppend[] {
   const transferId = `tr_${randomBytes(18).toString("base64url").replace(/[-_]/g, "").slice(0, 24).padEnd(24, "x")}`;
   const files = [
     { fileId: randomUUID(), name: "bench.txt", size: 1024, type: "text/plain", encryptionIv: null },
@@ -87,4 +88,31 @@ export function transferLife(
       events: [event("TransferCounted", { transferId, period: at.slice(0, 7), bytes: 1024 }, accountId, at)],
     },
   ];
+}
+
+/** Transfers appended per transaction while seeding. */
+const SEED_BATCH = 500;
+
+/**
+ * Appends `transfers` transfer lives (four events each, one second apart from 2026-11-01) of one
+ * account's two agents, SEED_BATCH transfers per atomic append; prints how long it took.
+ */
+export async function seedTransfers(
+  store: EventStore,
+  transfers: number,
+  parties: { accountId: string; sender: string; recipient: string },
+): Promise<number> {
+  const started = Date.now();
+  for (let done = 0; done < transfers; done += SEED_BATCH) {
+    const appends: StreamAppend[] = [];
+    for (let i = done; i < Math.min(transfers, done + SEED_BATCH); i++) {
+      const at = new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString();
+      appends.push(...transferLife(parties.accountId, parties.sender, parties.recipient, at));
+    }
+    await store.appendMany(appends);
+  }
+  console.log(
+    `  seeded ${transfers * 4} events (${transfers} transfers) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  return transfers * 4;
 }

@@ -19,35 +19,20 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { migrate, openDatabase } from "../src/db/database.js";
-import type { StreamAppend } from "../src/eventstore/port.js";
 import { PostgresEventStore } from "../src/eventstore/postgres.js";
 import { TransparencyLog } from "../src/transparency/log.js";
-import { transferLife } from "./seed-events.js";
+import { seedTransfers } from "./seed-events.js";
 import { benchDatabase, guard, loadAverage, pad, percentile, sleep } from "./support.js";
 
 const EVENTS = Number(process.env.BENCH_LOG_EVENTS ?? 1_000_000);
 const PROOFS = Number(process.env.BENCH_PROOFS ?? 2000);
-const SEED_BATCH = 500;
 const READ_BATCH = 2000;
 const TIME_LIMIT_MS = 25 * 60 * 1000;
 const TARGETS = { proofP99Ms: 20, checkPerSecond: 50_000, bytesPerLeaf: 100 };
 
-async function seed(db: Knex): Promise<number> {
-  const store = new PostgresEventStore(db);
-  const accountId = randomUUID();
-  const [sender, recipient] = [randomUUID(), randomUUID()];
-  const transfers = Math.ceil(EVENTS / 4);
-  const started = Date.now();
-  for (let done = 0; done < transfers; done += SEED_BATCH) {
-    const appends: StreamAppend[] = [];
-    for (let i = done; i < Math.min(transfers, done + SEED_BATCH); i++) {
-      const at = new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString();
-      appends.push(...transferLife(accountId, sender, recipient, at));
-    }
-    await store.appendMany(appends);
-  }
-  console.log(`  seeded ${transfers * 4} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return transfers * 4;
+function seed(db: Knex): Promise<number> {
+  const parties = { accountId: randomUUID(), sender: randomUUID(), recipient: randomUUID() };
+  return seedTransfers(new PostgresEventStore(db), Math.ceil(EVENTS / 4), parties);
 }
 
 /** The read floor: the whole log in the hasher's batches, nothing done with it; events/s. */

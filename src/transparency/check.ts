@@ -69,10 +69,11 @@ export async function checkLog(
     const upTo = range.size + events.length;
     reading = upTo < hashed ? read(last, upTo) : Promise.resolve([]);
     reading.catch(() => undefined);
+    await recorded.cover(range.size, upTo - 1);
     for (const event of events) {
       const index = range.size;
       const leaf = entryLeafHash(entryOf(event));
-      const expected = await recorded.at(index);
+      const expected = recorded.at(index);
       if (!expected) return failure(index, `the log's recorded hash of leaf ${index} is missing`);
       if (!equalHashes(leaf, expected)) {
         return failure(
@@ -129,20 +130,24 @@ async function nextCheckpoint(
   }
 }
 
-/** The leaf hashes the log recorded, read a page of tiles at a time in leaf order. */
+/**
+ * The leaf hashes the log recorded, read a page of tiles at a time in leaf order: `cover` loads what
+ * a batch of leaves needs, then `at` answers without a wait per leaf.
+ */
 function recordedLeaves(db: Knex, size: number) {
   let page: Map<number, Hash[]> = new Map();
   return {
-    async at(index: number): Promise<Hash | null> {
-      const tile = Math.floor(index / TILE_WIDTH);
-      if (!page.has(tile)) {
-        const rows = await db("log_tiles")
-          .where({ level: 0 })
-          .whereBetween("tile", [tile, tile + TILE_PAGE - 1])
-          .select<{ tile: string | number; hashes: Uint8Array }[]>("tile", "hashes");
-        page = new Map(rows.map((row) => [Number(row.tile), unpackHashes(row.hashes)]));
-      }
-      return index < size ? (page.get(tile)?.[index % TILE_WIDTH] ?? null) : null;
+    async cover(first: number, last: number): Promise<void> {
+      const [from, to] = [Math.floor(first / TILE_WIDTH), Math.floor(last / TILE_WIDTH)];
+      if (page.has(from) && page.has(to)) return;
+      const rows = await db("log_tiles")
+        .where({ level: 0 })
+        .whereBetween("tile", [from, Math.max(to, from + TILE_PAGE - 1)])
+        .select<{ tile: string | number; hashes: Uint8Array }[]>("tile", "hashes");
+      page = new Map(rows.map((row) => [Number(row.tile), unpackHashes(row.hashes)]));
+    },
+    at(index: number): Hash | null {
+      return index < size ? (page.get(Math.floor(index / TILE_WIDTH))?.[index % TILE_WIDTH] ?? null) : null;
     },
   };
 }

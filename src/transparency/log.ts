@@ -1,5 +1,11 @@
 import { toBase64 } from "@handoff/sdk/crypto";
-import { consistencyProof, type Hash, inclusionProof, type LogEntry } from "@handoff/sdk/transparency";
+import {
+  consistencyProof,
+  type Hash,
+  inclusionProof,
+  type KeyProof,
+  type LogEntry,
+} from "@handoff/sdk/transparency";
 import type { Knex } from "knex";
 import type { EventStore, Position, RecordedEvent } from "../eventstore/port.js";
 import { type CheckProgress, checkLog, type LogCheck } from "./check.js";
@@ -24,15 +30,6 @@ export interface LeafEntry {
   leafIndex: number;
   event: RecordedEvent;
   entry: LogEntry;
-}
-
-/** What 9.6 attaches to agent answers: the leaf that set the current keys, proven in the newest checkpoint. */
-export interface KeyProof {
-  leaf_index: number;
-  entry: LogEntry;
-  tree_size: number;
-  checkpoint: string;
-  inclusion: string[];
 }
 
 /** The start-up check's state, which /readyz reports and which gates signing (decisions 9.4). */
@@ -119,10 +116,18 @@ export class TransparencyLog {
 
   /** RFC 9162 2.1.3: the audit path of a leaf in a signed tree. */
   async inclusion(leafIndex: number, treeSize: number): Promise<Hash[]> {
+    return (await this.inclusionsIn(treeSize))(leafIndex);
+  }
+
+  /** Audit paths in one signed tree, its size checked once: what an export of many entries asks. */
+  async inclusionsIn(treeSize: number): Promise<(leafIndex: number) => Promise<Hash[]>> {
     await this.requireSigned(treeSize);
-    if (leafIndex >= treeSize)
-      throw new BeyondCheckpoint(`leaf_index ${leafIndex} is not in a tree of ${treeSize}`);
-    return inclusionProof(this.tiles.subtrees, leafIndex, treeSize);
+    return async (leafIndex) => {
+      if (leafIndex >= treeSize) {
+        throw new BeyondCheckpoint(`leaf_index ${leafIndex} is not in a tree of ${treeSize}`);
+      }
+      return inclusionProof(this.tiles.subtrees, leafIndex, treeSize);
+    };
   }
 
   /** RFC 9162 2.1.4: the proof that the signed tree of `to` leaves extends the one of `from`. */

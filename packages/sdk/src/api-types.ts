@@ -1086,7 +1086,7 @@ export interface components {
             email: string;
             name?: string;
             /** @default free */
-            plan: components["schemas"]["Plan"];
+            plan?: components["schemas"]["Plan"];
         };
         /**
          * @description Who caused an event (decisions 6.1)
@@ -1134,14 +1134,14 @@ export interface components {
              * @default X25519
              * @constant
              */
-            public_key_algorithm: "X25519";
+            public_key_algorithm?: "X25519";
             /** @description Base64 of the 32-byte Ed25519 signing public key */
             signing_public_key?: string;
             /**
              * @default Ed25519
              * @constant
              */
-            signing_key_algorithm: "Ed25519";
+            signing_key_algorithm?: "Ed25519";
         };
         /** @description The agents of the caller's account */
         AgentList: {
@@ -1188,14 +1188,14 @@ export interface components {
              * @default X25519
              * @constant
              */
-            public_key_algorithm: "X25519";
+            public_key_algorithm?: "X25519";
             /** @description Base64 of the 32-byte Ed25519 signing public key */
             signing_public_key?: string;
             /**
              * @default Ed25519
              * @constant
              */
-            signing_key_algorithm: "Ed25519";
+            signing_key_algorithm?: "Ed25519";
             name?: string;
             description?: string;
             /** Format: uri */
@@ -1291,7 +1291,7 @@ export interface components {
             content: string;
             severity: components["schemas"]["BroadcastSeverity"];
             /** @default [] */
-            affected_components: string[];
+            affected_components?: string[];
             /** @description agent UUIDs; default every agent that is not disconnected at publish time */
             agent_ids?: string[];
         };
@@ -1780,22 +1780,22 @@ export interface components {
                 /** Format: int64 */
                 size: number;
                 /** @default application/octet-stream */
-                content_type: string;
+                content_type?: string;
                 encryption_iv?: string;
             }[];
             /** @default 24h */
-            expires_in: components["schemas"]["ExpiresIn"];
+            expires_in?: components["schemas"]["ExpiresIn"];
             /** @default 10 */
-            max_downloads: number;
+            max_downloads?: number;
             message?: string;
             /** @description Free-form JSON object, at most 16 KB as JSON */
             metadata?: {
                 [key: string]: unknown;
             };
             /** @default false */
-            is_encrypted: boolean;
+            is_encrypted?: boolean;
             /** @default false */
-            auto_delete: boolean;
+            auto_delete?: boolean;
             recipient_key_version?: number;
             /** @description The file key, sealed for the recipient (base64) */
             encrypted_key?: string;
@@ -2229,7 +2229,7 @@ export interface components {
             auto_delete?: "0" | "1" | "true" | "false";
             max_downloads?: string;
             /** @default 24h */
-            expires_in: components["schemas"]["ExpiresIn"];
+            expires_in?: components["schemas"]["ExpiresIn"];
             recipient_key_version?: string;
             /** @description A JSON object, at most 16 KB */
             metadata?: string;

@@ -1,11 +1,10 @@
-import type { components } from "./api-types.js";
 import { fromBase64 } from "./crypto/base64.js";
 import { HandoffError } from "./errors.js";
+import type { WebhookMessageType } from "./types.js";
 
 /** A webhook message as Handoff sends it (decisions 8.2). */
 export interface WebhookMessage {
-  /** The message types of the contract (its webhook deliveries' `type`). */
-  type: components["schemas"]["WebhookDelivery"]["type"];
+  type: WebhookMessageType;
   /** ISO 8601 time of the event the message is about. */
   timestamp: string;
   data: Record<string, unknown>;

@@ -6,7 +6,7 @@ import { fileNameProblem } from "../../../domain/file-names.js";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
 import { tooLarge, uploadAllowance } from "../../../domain/storage-quota.js";
 import type { TransferFile } from "../../../domain/transfer.js";
-import { ByteCounter } from "../../blobs/filesystem.js";
+import { ByteCounter } from "../../blobs/byte-streams.js";
 import { HashTap } from "../../blobs/hash-tap.js";
 import { blobKey } from "../../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";

@@ -116,6 +116,7 @@ async function* exportLines(
 ): AsyncGenerator<string> {
   yield `${JSON.stringify({ checkpoint: checkpoint?.note ?? null })}\n`;
   if (!checkpoint) return;
+  const inclusion = await log.inclusionsIn(checkpoint.size);
   let after: string | null = null;
   for (;;) {
     const rows = await historyOf(db, `account:${accountId}`, { after, from, to, limit: EXPORT_PAGE });
@@ -123,8 +124,8 @@ async function* exportLines(
       const leaf = await log.leafOf(row.position);
       // Entries the newest checkpoint does not cover yet come in the next export.
       if (!leaf || leaf.leafIndex >= checkpoint.size) return;
-      const inclusion = await log.inclusion(leaf.leafIndex, checkpoint.size);
-      yield `${JSON.stringify({ leaf_index: leaf.leafIndex, entry: leaf.entry, inclusion: inclusion.map(toBase64) })}\n`;
+      const proof = await inclusion(leaf.leafIndex);
+      yield `${JSON.stringify({ leaf_index: leaf.leafIndex, entry: leaf.entry, inclusion: proof.map(toBase64) })}\n`;
     }
     const last = rows.at(-1);
     if (!last || rows.length < EXPORT_PAGE) return;

@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { recordReceipt } from "../../command-handlers/transfers/receipts.js";
 import * as api from "../../contract/receipts.js";
 import { historyOf } from "../../queries/history.js";
-import { findTransfer } from "../../queries/transfers.js";
+import { findPartyTransfer } from "../../queries/transfers.js";
 import { callerAccount } from "../auth.js";
 import { callingAgent } from "../calling-agent.js";
 import { notFound } from "../errors.js";
@@ -51,11 +51,8 @@ export function receiptRoutes({ service, settle }: RouteContext): FastifyPluginA
       ...serve(api.listReceipts),
       handler: async (request) => {
         const caller = callerAccount(request);
-        const transfer = await findTransfer(db, request.params.id);
-        const party =
-          transfer?.sender_account_id === caller.accountId ||
-          transfer?.recipient_account_id === caller.accountId;
-        if (!transfer || !party) throw notFound("transfer");
+        const transfer = await findPartyTransfer(db, request.params.id, caller.accountId);
+        if (!transfer) throw notFound("transfer");
         const rows = await historyOf(db, `transfer:${transfer.id}`, { types: ["ReceiptRecorded"] });
         return {
           receipts: await Promise.all(
