@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, randomPublicKey } from "../support/app.js";
 import { freshPostgres, postgresServer, postgresSkipReason, tempDir, titled } from "../support/databases.js";
 import { EventStreamReader } from "../support/event-stream-reader.js";
 import { RoundRobinProxy } from "../support/round-robin-proxy.js";
-import { ServerProcess } from "../support/server-process.js";
+import { callJson as call, ServerProcess } from "../support/server-process.js";
 import { openPatch, type TusTrip, tusOffset, tusUpload } from "../support/tus-client.js";
 import { startReceiver } from "../support/webhook-receiver.js";
 
@@ -18,17 +18,6 @@ if (!redisUrl)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-
-async function call(base: string, method: string, path: string, key: string, body?: unknown) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text);
-}
 
 /**
  * Issue 34: three instances of the real server on one PostgreSQL database and one blob folder,
