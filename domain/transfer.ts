@@ -1,4 +1,4 @@
-import { type Decider, type Decision, refuse, unreachable } from "./decider.js";
+import { type Decider, type Decision, DomainError, refuse, unreachable } from "./decider.js";
 import { overMaxFileSize, type PlanLimits } from "./plan-limits.js";
 
 export const TRANSFER_MODES = ["agent-to-agent", "agent-to-human", "human-to-agent"] as const;
@@ -200,8 +200,6 @@ export interface Transfer {
   record: TransferRecord;
   downloads: number;
   filesDeleted: boolean;
-  /** The transfer's bytes count against its sender's storage quota. */
-  holdsStorage: boolean;
 }
 
 export type TransferState = { status: "none" } | Transfer;
@@ -246,14 +244,89 @@ export function bytesOf(files: TransferFile[]): number {
   return files.reduce((sum, file) => sum + file.size, 0);
 }
 
+/**
+ * Whether a transfer's bytes count against its sender's storage quota (decisions 3.14): from its
+ * creation until it expires, is deleted, or is downloaded out with `auto_delete`.
+ */
+export function holdsStorage(transfer: Transfer): boolean {
+  switch (transfer.status) {
+    case "pending":
+    case "pending_recipient":
+    case "active":
+      return true;
+    case "downloaded":
+      return !transfer.record.autoDelete;
+    case "expired":
+    case "deleted":
+      return false;
+    default:
+      return unreachable(transfer.status);
+  }
+}
+
+/**
+ * Whether a transfer takes file bytes at `now` (decisions 3.16, 7.1): only while it is pending, a
+ * presigned transfer not yet confirmed, deleted or expired. Every upload path (the signed PUT, the
+ * tus resource) asks before it reads a byte and again once the bytes are in: bytes that arrive
+ * after the transfer closed are deleted, so no file outlives its transfer.
+ */
+export function takesUploads(state: TransferState, now: string): boolean {
+  return state.status !== "none" && statusAt(state.status, state.record.expiresAt, now) === "pending";
+}
+
+/** Statuses whose files a download link serves: the last counted download's links included. */
+const SERVING_STATUSES: TransferStatus[] = ["active", "downloaded"];
+
+/**
+ * Whether a transfer's files may be served at `now` through a signed link: active, or downloaded
+ * out (the last download's links serve until they expire), its files not yet deleted. A deletion
+ * or an expiry stops every link at once, before any clean-up has run (docs/security.md).
+ */
+export function servesFiles(state: TransferState, now: string): boolean {
+  return (
+    state.status !== "none" &&
+    !state.filesDeleted &&
+    SERVING_STATUSES.includes(statusAt(state.status, state.record.expiresAt, now))
+  );
+}
+
+/**
+ * Spec 4.9 and decisions 3.20: a transfer the client encrypted carries the content key it was
+ * encrypted under (`encrypted_key`), whichever way its files come (multipart or presigned). One the
+ * server encrypts at rest (`atRest`) has its key from the server, wrapped now or once the person
+ * has a receiving key.
+ */
+export function encryptionProblem(
+  terms: Pick<TransferTerms, "isEncrypted">,
+  encryption: Pick<TransferEncryption, "encryptedKey">,
+  atRest: AtRestEncryption | null,
+): DomainError | null {
+  return terms.isEncrypted && atRest === null && !encryption.encryptedKey
+    ? refuse("INVALID", "encrypted_key is required when is_encrypted is true", "encrypted_key")
+    : null;
+}
+
 function isParty(transfer: Transfer, accountId: string): boolean {
   return transfer.record.senderAccountId === accountId || transfer.record.recipientAccountId === accountId;
 }
 
-function decideCreate(
-  command: Extract<TransferCommand, { type: "CreateTransfer" }>,
-  { limits }: TransferContext,
+type CommandOf<Type extends TransferCommand["type"]> = Extract<TransferCommand, { type: Type }>;
+
+const noSuchTransfer = () => refuse("NOT_FOUND", "no such transfer");
+
+/** The transfer a command acts on; a deleted one is gone for every command but the file clean-up. */
+function undeleted(state: TransferState): Transfer | DomainError {
+  return state.status === "none" || state.status === "deleted" ? noSuchTransfer() : state;
+}
+
+function createTransfer(
+  command: CommandOf<"CreateTransfer">,
+  state: TransferState,
+  context: TransferContext | undefined,
 ): Decision<TransferEvent> {
+  if (state.status !== "none") return refuse("CONFLICT", "this transfer already exists");
+  if (!context) throw new Error("CreateTransfer is decided against the sender's plan: pass its limits");
+  const { limits } = context;
   const { transferId, presigned, parties, human, atRest, terms, files, encryption, now } = command;
   if (files.length === 0) return refuse("INVALID", "at least one file is required", "files");
   const { maxFileSize } = limits;
@@ -269,6 +342,8 @@ function decideCreate(
       "expires_in",
     );
   }
+  const unencrypted = encryptionProblem(terms, encryption, atRest);
+  if (unencrypted) return unencrypted;
   const pendingReason: PendingReason | null =
     human === null || human.hasReceivingKey
       ? null
@@ -296,107 +371,53 @@ function decideCreate(
   ];
 }
 
-function decide(
-  command: TransferCommand,
-  state: TransferState,
-  context: TransferContext | undefined,
-): Decision<TransferEvent> {
-  if (command.type === "CreateTransfer") {
-    if (state.status !== "none") return refuse("CONFLICT", "this transfer already exists");
-    if (!context) throw new Error("CreateTransfer is decided against the sender's plan: pass its limits");
-    return decideCreate(command, context);
+function confirmUpload(command: CommandOf<"ConfirmUpload">, state: TransferState): Decision<TransferEvent> {
+  const transfer = undeleted(state);
+  if (transfer instanceof DomainError) return transfer;
+  // Decisions 3.12: only the sending account confirms, and others cannot tell the transfer exists.
+  if (command.by.accountId !== transfer.record.senderAccountId) return noSuchTransfer();
+  if (expiredAt(transfer, command.now)) return refuse("GONE", "this transfer has expired");
+  if (transfer.status === "active") return [];
+  if (transfer.status !== "pending") return refuse("GONE", "this transfer has expired");
+  const missing = transfer.record.files.filter((file) => command.uploaded[file.fileId] !== file.size);
+  if (missing.length > 0) {
+    return refuse(
+      "FILES_MISSING",
+      `not uploaded with their declared size: ${missing.map((file) => file.name).join(", ")}`,
+    );
   }
-  if (state.status === "none") return refuse("NOT_FOUND", "no such transfer");
-  if (command.type === "MarkFilesDeleted") {
-    if (state.filesDeleted) return [];
-    return [{ type: "TransferFilesDeleted", data: { at: command.now } }];
+  return [
+    { type: "TransferActivated", data: { activatedAt: command.now, storedSha256: command.storedSha256 } },
+  ];
+}
+
+function recordDownload(command: CommandOf<"RecordDownload">, state: TransferState): Decision<TransferEvent> {
+  const transfer = undeleted(state);
+  if (transfer instanceof DomainError) return transfer;
+  const { by, now } = command;
+  const { record } = transfer;
+  if (!isParty(transfer, by.accountId)) return noSuchTransfer();
+  if (record.recipientAccountId !== by.accountId) {
+    return refuse("FORBIDDEN", "only the recipient side may download a transfer");
   }
-  if (state.status === "deleted") return refuse("NOT_FOUND", "no such transfer");
-  switch (command.type) {
-    case "ConfirmUpload": {
-      // Decisions 3.12: only the sending account confirms, and others cannot tell the transfer exists.
-      if (command.by.accountId !== state.record.senderAccountId) {
-        return refuse("NOT_FOUND", "no such transfer");
-      }
-      if (expiredAt(state, command.now)) return refuse("GONE", "this transfer has expired");
-      if (state.status === "active") return [];
-      if (state.status !== "pending") {
-        return refuse("GONE", "this transfer has expired");
-      }
-      const missing = state.record.files.filter((file) => command.uploaded[file.fileId] !== file.size);
-      if (missing.length > 0) {
-        return refuse(
-          "FILES_MISSING",
-          `not uploaded with their declared size: ${missing.map((file) => file.name).join(", ")}`,
-        );
-      }
-      return [
-        { type: "TransferActivated", data: { activatedAt: command.now, storedSha256: command.storedSha256 } },
-      ];
-    }
-    case "RecordReceipt":
-      return decideReceipt(state, command);
-    case "RecordDownload": {
-      const { by } = command;
-      if (!isParty(state, by.accountId)) return refuse("NOT_FOUND", "no such transfer");
-      if (state.record.recipientAccountId !== by.accountId) {
-        return refuse("FORBIDDEN", "only the recipient side may download a transfer");
-      }
-      if (by.agentId && state.record.recipientAgentId && by.agentId !== state.record.recipientAgentId) {
-        return refuse("FORBIDDEN", "this transfer is addressed to another agent");
-      }
-      if (
-        (state.status === "pending" || state.status === "pending_recipient") &&
-        !expiredAt(state, command.now)
-      ) {
-        return refuse("TRANSFER_PENDING", "this transfer is not ready for download yet");
-      }
-      if (state.status !== "active" || expiredAt(state, command.now))
-        return refuse("GONE", goneReason(state));
-      const downloads = state.downloads + 1;
-      const recorded: TransferEvent = {
-        type: "DownloadRecorded",
-        data: {
-          downloads,
-          downloaderAgentId: by.agentId ?? state.record.recipientAgentId,
-          at: command.now,
-        },
-      };
-      if (downloads < state.record.maxDownloads) return [recorded];
-      const purgeAfter = state.record.autoDelete
-        ? new Date(Date.parse(command.now) + command.linkLifetimeMs).toISOString()
-        : null;
-      return [recorded, { type: "TransferDownloaded", data: { at: command.now, purgeAfter } }];
-    }
-    case "WrapForRecipient": {
-      if (
-        state.status === "active" &&
-        state.record.recipientAccountId === command.wrapped.recipientAccountId
-      ) {
-        return [];
-      }
-      if (state.status !== "pending_recipient" || state.record.atRest === null) {
-        return refuse("CONFLICT", "this transfer is not held for a person");
-      }
-      if (expiredAt(state, command.now)) return refuse("GONE", "this transfer has expired");
-      return [
-        {
-          type: "ContentKeyWrapped",
-          data: { ...command.wrapped, algorithm: "AES-256-GCM", fileIvs: command.fileIvs, at: command.now },
-        },
-        { type: "TransferActivated", data: { activatedAt: command.now } },
-        { type: "HeldContentKeyDestroyed", data: { at: command.now } },
-      ];
-    }
-    case "ExpireTransfer":
-      if (state.status === "expired" || !expiredAt(state, command.now)) return [];
-      return [{ type: "TransferExpired", data: { at: command.now } }];
-    case "DeleteTransfer":
-      if (!isParty(state, command.by.accountId)) return refuse("NOT_FOUND", "no such transfer");
-      return [{ type: "TransferDeleted", data: { at: command.now } }];
-    default:
-      return unreachable(command);
+  if (by.agentId && record.recipientAgentId && by.agentId !== record.recipientAgentId) {
+    return refuse("FORBIDDEN", "this transfer is addressed to another agent");
   }
+  const expired = expiredAt(transfer, now);
+  if ((transfer.status === "pending" || transfer.status === "pending_recipient") && !expired) {
+    return refuse("TRANSFER_PENDING", "this transfer is not ready for download yet");
+  }
+  if (transfer.status !== "active" || expired) return refuse("GONE", goneReason(transfer));
+  const downloads = transfer.downloads + 1;
+  const recorded: TransferEvent = {
+    type: "DownloadRecorded",
+    data: { downloads, downloaderAgentId: by.agentId ?? record.recipientAgentId, at: now },
+  };
+  if (downloads < record.maxDownloads) return [recorded];
+  const purgeAfter = record.autoDelete
+    ? new Date(Date.parse(now) + command.linkLifetimeMs).toISOString()
+    : null;
+  return [recorded, { type: "TransferDownloaded", data: { at: now, purgeAfter } }];
 }
 
 /**
@@ -404,10 +425,9 @@ function decide(
  * the agent's current key, and names for each file it lists the bytes the service stored. Another
  * account's agent is FORBIDDEN; any other mismatch RECEIPT_INVALID, with nothing recorded.
  */
-function decideReceipt(
-  transfer: Transfer,
-  command: Extract<TransferCommand, { type: "RecordReceipt" }>,
-): Decision<TransferEvent> {
+function recordReceipt(command: CommandOf<"RecordReceipt">, state: TransferState): Decision<TransferEvent> {
+  const transfer = undeleted(state);
+  if (transfer instanceof DomainError) return transfer;
   const { by, claim } = command;
   const { record } = transfer;
   if (by.accountId !== record.recipientAccountId) {
@@ -432,6 +452,78 @@ function decideReceipt(
   return [{ type: "ReceiptRecorded", data: { ...command.posted, at: command.now } }];
 }
 
+function wrapForRecipient(
+  command: CommandOf<"WrapForRecipient">,
+  state: TransferState,
+): Decision<TransferEvent> {
+  const transfer = undeleted(state);
+  if (transfer instanceof DomainError) return transfer;
+  const { wrapped, fileIvs, now } = command;
+  if (transfer.status === "active" && transfer.record.recipientAccountId === wrapped.recipientAccountId) {
+    return [];
+  }
+  if (transfer.status !== "pending_recipient" || transfer.record.atRest === null) {
+    return refuse("CONFLICT", "this transfer is not held for a person");
+  }
+  if (expiredAt(transfer, now)) return refuse("GONE", "this transfer has expired");
+  return [
+    { type: "ContentKeyWrapped", data: { ...wrapped, algorithm: "AES-256-GCM", fileIvs, at: now } },
+    { type: "TransferActivated", data: { activatedAt: now } },
+    { type: "HeldContentKeyDestroyed", data: { at: now } },
+  ];
+}
+
+function expireTransfer(command: CommandOf<"ExpireTransfer">, state: TransferState): Decision<TransferEvent> {
+  const transfer = undeleted(state);
+  if (transfer instanceof DomainError) return transfer;
+  if (transfer.status === "expired" || !expiredAt(transfer, command.now)) return [];
+  return [{ type: "TransferExpired", data: { at: command.now } }];
+}
+
+function deleteTransfer(command: CommandOf<"DeleteTransfer">, state: TransferState): Decision<TransferEvent> {
+  const transfer = undeleted(state);
+  if (transfer instanceof DomainError) return transfer;
+  if (!isParty(transfer, command.by.accountId)) return noSuchTransfer();
+  return [{ type: "TransferDeleted", data: { at: command.now } }];
+}
+
+/** The clean-up of a transfer's file data: also after its deletion, and only once. */
+function markFilesDeleted(
+  command: CommandOf<"MarkFilesDeleted">,
+  state: TransferState,
+): Decision<TransferEvent> {
+  if (state.status === "none") return noSuchTransfer();
+  if (state.filesDeleted) return [];
+  return [{ type: "TransferFilesDeleted", data: { at: command.now } }];
+}
+
+function decide(
+  command: TransferCommand,
+  state: TransferState,
+  context: TransferContext | undefined,
+): Decision<TransferEvent> {
+  switch (command.type) {
+    case "CreateTransfer":
+      return createTransfer(command, state, context);
+    case "ConfirmUpload":
+      return confirmUpload(command, state);
+    case "RecordReceipt":
+      return recordReceipt(command, state);
+    case "RecordDownload":
+      return recordDownload(command, state);
+    case "WrapForRecipient":
+      return wrapForRecipient(command, state);
+    case "ExpireTransfer":
+      return expireTransfer(command, state);
+    case "DeleteTransfer":
+      return deleteTransfer(command, state);
+    case "MarkFilesDeleted":
+      return markFilesDeleted(command, state);
+    default:
+      return unreachable(command);
+  }
+}
+
 function evolve(state: TransferState, event: TransferEvent): TransferState {
   if (event.type === "TransferCreated") {
     return {
@@ -439,7 +531,6 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
       record: event.data,
       downloads: 0,
       filesDeleted: false,
-      holdsStorage: true,
     };
   }
   if (state.status === "none") return state;
@@ -462,15 +553,11 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
     case "DownloadRecorded":
       return { ...state, downloads: event.data.downloads };
     case "TransferDownloaded":
-      return {
-        ...state,
-        status: "downloaded",
-        holdsStorage: state.holdsStorage && !state.record.autoDelete,
-      };
+      return { ...state, status: "downloaded" };
     case "TransferExpired":
-      return { ...state, status: "expired", holdsStorage: false };
+      return { ...state, status: "expired" };
     case "TransferDeleted":
-      return { ...state, status: "deleted", holdsStorage: false };
+      return { ...state, status: "deleted" };
     case "TransferFilesDeleted":
       return { ...state, filesDeleted: true };
     default:
@@ -519,5 +606,5 @@ export const transferDecider: Decider<
  */
 export function releasesStorage(before: TransferState, events: TransferEvent[]): boolean {
   const after = events.reduce(evolve, before);
-  return before.status !== "none" && before.holdsStorage && after.status !== "none" && !after.holdsStorage;
+  return before.status !== "none" && holdsStorage(before) && after.status !== "none" && !holdsStorage(after);
 }

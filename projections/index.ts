@@ -19,7 +19,3 @@ export const projections: Projection[] = [
   transfersProjection,
   historyProjection,
 ];
-
-export function projectionNamed(name: string): Projection | undefined {
-  return projections.find((projection) => projection.name === name);
-}

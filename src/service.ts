@@ -154,7 +154,89 @@ async function openBlobStore(
   return { blobs, localBlobUrls: uploadLinks, uploadLinks };
 }
 
+/**
+ * Opens a Handoff from its configuration, step by step: the database and the event log, the
+ * clock, the server key and the file store, the projections, the command handlers' dependencies,
+ * then the background processes (housekeeping, e-mail, webhooks), started unless told not to.
+ */
 export async function openService(config: Config, options: ServiceOptions = {}): Promise<Service> {
+  const { db, store, snapshots } = await openEventStorage(config);
+  const testClock = config.testClock ? new AdjustableClock() : null;
+  const clock = testClock ?? systemClock;
+  const serverKey = loadServerKey(config.serverKey, config.dataDir);
+  const opened = await openBlobStore(config, serverKey, new UploadLeases(db));
+  // Every reader and writer of file data goes through the metered store, so /metrics counts its bytes.
+  const blobs = meteredBlobStore(opened.blobs);
+  const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
+  const engine = new ProjectionEngine(projections, store, db, onError);
+  const { deps, hot, transferDeps } = commandDependencies({
+    db,
+    store,
+    snapshots,
+    clock,
+    serverKey,
+    blobs,
+    engine,
+  });
+  const tokens = new HumanTokens(serverKey);
+  const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));
+  testClock?.onAdvance(() => housekeeper.wake());
+  const mailer = openMailer(config);
+  const peopleMail = peopleMailReactor({ config, db, deps, mailer, tokens });
+  const rateLimits = openRateLimits(config);
+  const openStreams = openStreamSlots(config);
+  const humanDeps: HumanDeps = { ...transferDeps, tokens, addressCounts: rateLimits };
+  const webhookParts = openWebhooks({ config, options, db, deps, engine, hot });
+  const { webhooks, webhookDeps } = webhookParts;
+  testClock?.onAdvance(() => webhooks.wake());
+  const transparency = new TransparencyLog(
+    store,
+    db,
+    config.logOrigin,
+    loadLogKey(config.logKey, config.dataDir),
+    (error) => console.error("transparency log:", error),
+  );
+  const background = { engine, transparency, housekeeper, peopleMail, ...webhookParts };
+  if (options.runProjections ?? true) await startBackground(background);
+
+  return {
+    config,
+    db,
+    store,
+    blobs,
+    localBlobUrls: opened.localBlobUrls,
+    uploadLinks: opened.uploadLinks,
+    engine,
+    housekeeper,
+    mailer,
+    rateLimits,
+    openStreams,
+    clock,
+    testClock,
+    deps,
+    transferDeps,
+    humanDeps,
+    tokens,
+    webhookDeps,
+    webhooks,
+    transparency,
+    async close() {
+      await stopBackground(background);
+      await rateLimits.close();
+      await openStreams.close();
+      mailer.close();
+      await store.close();
+      await blobs.close?.();
+      await db.destroy();
+    },
+  };
+}
+
+/**
+ * The migrated database, and the event log over it (or over KurrentDB with EVENTSTORE_URL), watched
+ * so the snapshots know of appends made by another process.
+ */
+async function openEventStorage(config: Config) {
   const db = openDatabase(
     config.databaseUrl
       ? { kind: "postgres", url: config.databaseUrl }
@@ -170,16 +252,23 @@ export async function openService(config: Config, options: ServiceOptions = {}):
           : { idlePollMs: EMBEDDED_IDLE_POLL_MS, soleWriter: true },
       ).open();
   const snapshots = new SnapshotStore(db, () => log.foreignAppends());
-  const store = new WatchedEventStore(log, snapshots);
-  const testClock = config.testClock ? new AdjustableClock() : null;
-  const clock = testClock ?? systemClock;
-  const serverKey = loadServerKey(config.serverKey, config.dataDir);
-  const opened = await openBlobStore(config, serverKey, new UploadLeases(db));
-  const { localBlobUrls, uploadLinks } = opened;
-  // Every reader and writer of file data goes through the metered store, so /metrics counts its bytes.
-  const blobs = meteredBlobStore(opened.blobs);
-  const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
-  const engine = new ProjectionEngine(projections, store, db, onError);
+  return { db, store: new WatchedEventStore(log, snapshots), snapshots };
+}
+
+/**
+ * What every command handler uses, and the transfer commands' additions: the read models' hot rows
+ * (which the engine keeps current), the file store and the held content keys.
+ */
+function commandDependencies(parts: {
+  db: Knex;
+  store: EventStore;
+  snapshots: SnapshotStore;
+  clock: Clock;
+  serverKey: Buffer;
+  blobs: BlobStore;
+  engine: ProjectionEngine;
+}) {
+  const { db, store, snapshots, clock, serverKey, blobs, engine } = parts;
   const deps: CommandDeps = {
     store,
     clock,
@@ -198,22 +287,35 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     heldKeys: new HeldContentKeys(db, serverKey),
     readModelsCaughtUp: () => engine.caughtUp(),
   };
-  const tokens = new HumanTokens(serverKey);
-  const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));
-  testClock?.onAdvance(() => housekeeper.wake());
-  const mailer: Mailer = config.smtpUrl
+  return { deps, hot, transferDeps };
+}
+
+/** SMTP with SMTP_URL, else files in DATA_DIR/outbox. */
+function openMailer(config: Config): Mailer {
+  return config.smtpUrl
     ? new SmtpMailer(config.smtpUrl, config.mailFrom)
     : new OutboxMailer(join(config.dataDir, "outbox"), config.mailFrom);
+}
+
+/** The reactor that mails people (invitations, verification and reset links, new transfers). */
+function peopleMailReactor(parts: {
+  config: Config;
+  db: Knex;
+  deps: CommandDeps;
+  mailer: Mailer;
+  tokens: HumanTokens;
+}): Reactor {
+  const { config, db, deps, mailer, tokens } = parts;
   // The checkpoint keeps its first name, from when invitations were the only e-mail it sent.
-  const peopleMail = new Reactor(
+  return new Reactor(
     "invitations",
-    store,
+    deps.store,
     db,
     oneByOne(
       peopleMailer({
         mailer,
-        clock,
-        store,
+        clock: deps.clock,
+        store: deps.store,
         tokens,
         people: deps.people,
         publicBaseUrl: config.publicBaseUrl,
@@ -222,22 +324,44 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     (error) => console.error("sending an e-mail failed:", error),
     { types: MAILED_EVENTS },
   );
-  // Redis is optional at run time: a server starts, and keeps answering, while it is away.
-  const rateLimits: RateLimitCounter = config.redisUrl
+}
+
+/** Redis is optional at run time: a server starts, and keeps answering, while it is away. */
+function openRateLimits(config: Config): RateLimitCounter {
+  return config.redisUrl
     ? new FallbackCounter(RedisCounter.open(config.redisUrl), (message) => console.warn(message))
     : new MemoryCounter();
-  const openStreams: OpenStreamSlots = config.redisUrl
+}
+
+/** The open-event-stream cap's counts, shared through Redis like the rate limits and falling back alike. */
+function openStreamSlots(config: Config): OpenStreamSlots {
+  return config.redisUrl
     ? new FallbackStreamSlots(RedisStreamSlots.open(config.redisUrl))
     : new MemoryStreamSlots();
-  const humanDeps: HumanDeps = { ...transferDeps, tokens, addressCounts: rateLimits };
+}
+
+/**
+ * The webhooks (decisions 8): the dispatcher that delivers queued messages, the reactor that
+ * queues a message for each event an agent hears of, the one that makes a rotated secret current,
+ * and the webhook commands' dependencies.
+ */
+function openWebhooks(parts: {
+  config: Config;
+  options: ServiceOptions;
+  db: Knex;
+  deps: CommandDeps;
+  engine: ProjectionEngine;
+  hot: HotLookups;
+}) {
+  const { config, options, db, deps, engine, hot } = parts;
   const webhookPolicy: WebhookPolicy = {
     allowPrivate: config.webhooksAllowPrivate,
     resolve: options.webhookResolver ?? systemResolver,
   };
-  const webhookSecrets = new WebhookSecrets(db, serverKey);
+  const webhookSecrets = new WebhookSecrets(db, deps.serverKey);
   const webhooks = new WebhookDispatcher({
     db,
-    clock,
+    clock: deps.clock,
     commands: deps,
     secrets: webhookSecrets,
     policy: webhookPolicy,
@@ -245,7 +369,6 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     ...(options.webhookAttemptTimeoutMs ? { attemptTimeoutMs: options.webhookAttemptTimeoutMs } : {}),
     onError: (error) => console.error("webhook delivery failed:", error),
   });
-  testClock?.onAdvance(() => webhooks.wake());
   const webhookDeps: WebhookDeps = {
     ...deps,
     db,
@@ -255,11 +378,11 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   };
   const webhookReactor = new Reactor(
     "webhooks",
-    store,
+    deps.store,
     db,
     webhookMessages({
       db,
-      clock,
+      clock: deps.clock,
       publicBaseUrl: config.publicBaseUrl,
       readModelsAt: async (position) => {
         if (!(await engine.waitFor(position, WEBHOOK_READ_MODEL_WAIT_MS)))
@@ -276,64 +399,44 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   );
   const rotationsReactor = new Reactor(
     "webhook-rotations",
-    store,
+    deps.store,
     db,
     webhookRotations((...rotation) => webhookSecrets.promote(...rotation)),
     (error) => console.error("making a rotated webhook secret current failed:", error),
     { types: ROTATION_EVENTS },
   );
-  const transparency = new TransparencyLog(
-    store,
-    db,
-    config.logOrigin,
-    loadLogKey(config.logKey, config.dataDir),
-    (error) => console.error("transparency log:", error),
-  );
-  if (options.runProjections ?? true) {
-    await engine.start();
-    await transparency.start();
-    housekeeper.start();
-    await peopleMail.start();
-    await webhookReactor.start();
-    await rotationsReactor.start();
-    webhooks.start();
-  }
+  return { webhooks, webhookDeps, webhookReactor, rotationsReactor };
+}
 
-  return {
-    config,
-    db,
-    store,
-    blobs,
-    localBlobUrls,
-    uploadLinks,
-    engine,
-    housekeeper,
-    mailer,
-    rateLimits,
-    openStreams,
-    clock,
-    testClock,
-    deps,
-    transferDeps,
-    humanDeps,
-    tokens,
-    webhookDeps,
-    webhooks,
-    transparency,
-    async close() {
-      await transparency.stop();
-      await webhooks.stop();
-      await webhookReactor.stop();
-      await rotationsReactor.stop();
-      await peopleMail.stop();
-      await housekeeper.stop();
-      await engine.stop();
-      await rateLimits.close();
-      await openStreams.close();
-      mailer.close();
-      await store.close();
-      await blobs.close?.();
-      await db.destroy();
-    },
-  };
+/** What runs in the background once the service is open. */
+interface Background {
+  engine: ProjectionEngine;
+  transparency: TransparencyLog;
+  housekeeper: Housekeeper;
+  peopleMail: Reactor;
+  webhookReactor: Reactor;
+  rotationsReactor: Reactor;
+  webhooks: WebhookDispatcher;
+}
+
+/** The projections first, so the processes that read the read models find them moving. */
+async function startBackground(background: Background): Promise<void> {
+  await background.engine.start();
+  await background.transparency.start();
+  background.housekeeper.start();
+  await background.peopleMail.start();
+  await background.webhookReactor.start();
+  await background.rotationsReactor.start();
+  background.webhooks.start();
+}
+
+/** The log first, as before; then the deliveries and the reactors before the projections they read. */
+async function stopBackground(background: Background): Promise<void> {
+  await background.transparency.stop();
+  await background.webhooks.stop();
+  await background.webhookReactor.stop();
+  await background.rotationsReactor.stop();
+  await background.peopleMail.stop();
+  await background.housekeeper.stop();
+  await background.engine.stop();
 }

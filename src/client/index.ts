@@ -50,8 +50,27 @@ Environment:
   HANDOFF_URL      the server (default http://127.0.0.1:8080)
   HANDOFF_API_KEY  the account's API key (or a session token)`;
 
-/** The client commands (decisions 5.5 and the account's noun-verb commands), added to `program`. */
+/**
+ * The client commands (decisions 5.5 and the account's noun-verb commands), added to `program` in
+ * the order `handoff help` lists them.
+ */
 export function addClientCommands(program: Command): void {
+  addIdentityCommand(program);
+  addSendCommand(program);
+  addReceivingCommands(program);
+  addMcpCommand(program);
+  addHistoryCommands(program);
+  addWhoamiCommand(program);
+  addAgentsCommands(program);
+  addWebhookCommands(program);
+  addTransfersCommands(program);
+  addLogCommands(program);
+  addKeysCommands(program);
+  addConnectionsCommands(program);
+}
+
+/** `handoff identity new`: an agent's key pairs, made and registered. */
+function addIdentityCommand(program: Command): void {
   program
     .command("identity")
     .description("an agent's key pairs")
@@ -68,7 +87,10 @@ export function addClientCommands(program: Command): void {
     )
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/identity.js")).identityNew));
+}
 
+/** `handoff send`: encrypt, sign and send (decisions 5.5), or finish an interrupted send. */
+function addSendCommand(program: Command): void {
   program
     .command("send")
     .description("encrypt, sign and send files to an agent or a person; prints the transfer")
@@ -88,7 +110,10 @@ export function addClientCommands(program: Command): void {
     )
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/send.js")).send));
+}
 
+/** The commands that take what reaches an agent: `receive`, `inbox`, `listen`. */
+function addReceivingCommands(program: Command): void {
   program
     .command("receive")
     .description("download, verify, decrypt and scan a transfer into DIR; exit 3 when Shield blocked a file")
@@ -120,7 +145,10 @@ export function addClientCommands(program: Command): void {
     .option("--shield <LEVEL>", `how strictly to scan: ${SHIELD_LEVELS}`)
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/listen.js")).listen));
+}
 
+/** `handoff mcp`: the MCP server over stdio. */
+function addMcpCommand(program: Command): void {
   program
     .command("mcp")
     .description("the MCP server over stdio, as the agent of FILE")
@@ -130,7 +158,10 @@ export function addClientCommands(program: Command): void {
     .option("--downloads <DIR>", "the default download folder (default ./handoff-downloads)")
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/mcp.js")).mcp));
+}
 
+/** What the log shows: a transfer's or an agent's `history`, the account's `audit` feed and its monthly `report`. */
+function addHistoryCommands(program: Command): void {
   program
     .command("history")
     .description("a transfer's or an agent's history, in log order")
@@ -160,14 +191,20 @@ export function addClientCommands(program: Command): void {
     .option("--csv", "as metric,value rows instead of JSON")
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/history.js")).report));
+}
 
+/** `handoff whoami`: the account behind HANDOFF_API_KEY. */
+function addWhoamiCommand(program: Command): void {
   program
     .command("whoami")
     .description("whose API key HANDOFF_API_KEY is: the account, its plan and its limits")
     .addOption(json())
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/account.js")).whoami));
+}
 
+/** `handoff agents list|get|update|delete`. */
+function addAgentsCommands(program: Command): void {
   const agents = program.command("agents").description("the account's agents");
   agents
     .command("list")
@@ -195,7 +232,10 @@ export function addClientCommands(program: Command): void {
     .argument("<AGENT>", "its slug or UUID")
     .addOption(yes())
     .action(runs(async () => (await import("./commands/agents.js")).agentsDelete));
+}
 
+/** `handoff webhook set|test|deliveries`. */
+function addWebhookCommands(program: Command): void {
   const webhook = program
     .command("webhook")
     .description("an agent's signed push delivery (docs/webhooks.md)");
@@ -219,7 +259,10 @@ export function addClientCommands(program: Command): void {
     .option("--limit <N>", "at most N, 1 to 100 (default 20)")
     .addOption(json())
     .action(runs(async () => (await import("./commands/webhooks.js")).webhookDeliveries));
+}
 
+/** `handoff transfers list|get|delete`. */
+function addTransfersCommands(program: Command): void {
   const transfers = program.command("transfers").description("transfers the account sent or received");
   transfers
     .command("list")
@@ -241,7 +284,10 @@ export function addClientCommands(program: Command): void {
     .argument("<ID>", "the transfer (tr_…)")
     .addOption(yes())
     .action(runs(async () => (await import("./commands/transfers.js")).transfersDelete));
+}
 
+/** `handoff log verify|witness`: the transparency log checked from outside (decisions 9). */
+function addLogCommands(program: Command): void {
   const log =
     program.commands.find((command) => command.name() === "log") ??
     program.command("log").description("the transparency log (decisions 9)");
@@ -262,7 +308,10 @@ export function addClientCommands(program: Command): void {
     .option("--state <DIR>", "where the witness keeps the log key and the newest checkpoint")
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/log.js")).logWitness));
+}
 
+/** `handoff keys list|create|revoke`. */
+function addKeysCommands(program: Command): void {
   const keys = program.command("keys").description("the account's API keys");
   keys
     .command("list")
@@ -281,7 +330,10 @@ export function addClientCommands(program: Command): void {
     .argument("<KEY_ID>", "the key's id (handoff keys list)")
     .addOption(yes())
     .action(runs(async () => (await import("./commands/keys.js")).keysRevoke));
+}
 
+/** `handoff connections list|invite|accept|decline|remove`. */
+function addConnectionsCommands(program: Command): void {
   const connections = program
     .command("connections")
     .description("connections with other accounts, whose agents you can then send to");

@@ -8,10 +8,6 @@ const TOKEN = /^pii:v1:([0-9a-f-]{36}):([A-Za-z0-9_-]+)$/;
 const KEY_PURPOSE = "handoff/v1 personal data key";
 const LOOKUP_PURPOSE = "handoff/v1 personal data lookup";
 
-export function isSealed(value: string): boolean {
-  return TOKEN.test(value);
-}
-
 /** The person a sealed value belongs to, or null for a value written in clear (before sealing existed). */
 export function personOfSealed(value: string): string | null {
   return TOKEN.exec(value)?.[1] ?? null;

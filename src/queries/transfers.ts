@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import { statusAt, type TransferStatus } from "../../domain/transfer.js";
+import type { TransferStatus } from "../../domain/transfer.js";
 import type { TransferRow } from "../../projections/transfers.js";
 import { type Addressee, addressedTo, toPerson } from "./humans.js";
 import { whereOverdue, whereStatusAt } from "./transfer-status.js";
@@ -55,18 +55,6 @@ function received(q: Knex.QueryBuilder, accountId: string, person: Addressee | n
 export async function findTransfer(db: Knex, id: string): Promise<TransferRow | undefined> {
   if (!isTransferId(id)) return undefined;
   return db<TransferRow>("transfers").where({ id }).first();
-}
-
-/** The status a presigned transfer has now, as a reader sees it: uploads are taken while `pending`. */
-export async function uploadableStatus(
-  db: Knex,
-  transferId: string,
-  now: Date,
-): Promise<TransferStatus | undefined> {
-  const transfer = await findTransfer(db, transferId);
-  return (
-    transfer && statusAt(transfer.status, new Date(transfer.expires_at).toISOString(), now.toISOString())
-  );
 }
 
 export interface TransferListQuery {

@@ -291,6 +291,14 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     const sentText = (await page.locator('.status[data-kind="ok"]').textContent()) ?? "";
     transferId = /transfer (tr_\w+)/.exec(sentText)?.[1] as string;
     expect(transferId).toBeTruthy();
+    // Decisions 9.6: the browser pinned the log's key and kept the checkpoint that proved the agent's key.
+    const pinnedLog = JSON.parse((await page.evaluate("localStorage.getItem('handoff.log')")) ?? "null") as {
+      vkey: string;
+      checkpoint: string;
+    } | null;
+    const logKey = (await (await fetch(`${baseUrl}/v1/log/key`)).json()) as { vkey: string };
+    expect(pinnedLog?.vkey).toBe(logKey.vkey);
+    expect(pinnedLog?.checkpoint).toMatch(/\/handoff\n\d+\n/);
 
     const received = await agent.receive(transferId, { outDir: join(work.path, "agent-inbox") });
     expect(received.files.map((file) => file.name)).toEqual(["contract.pdf"]);

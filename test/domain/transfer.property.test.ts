@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DomainError, fold } from "../../domain/decider.js";
 import {
+  holdsStorage,
   releasesStorage,
   type TransferCommand,
   type TransferEvent,
@@ -313,7 +314,7 @@ describe("transfer decider, over arbitrary command sequences", () => {
         r.final.status === "deleted" ||
         (r.final.status === "downloaded" && r.scenario.autoDelete);
       expect(releases).toBe(freed ? 1 : 0);
-      expect(live(r.final).holdsStorage).toBe(!freed);
+      expect(holdsStorage(live(r.final))).toBe(!freed);
     });
   });
 

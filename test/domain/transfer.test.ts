@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { type Decision, DomainError, fold } from "../../domain/decider.js";
 import {
+  encryptionProblem,
+  holdsStorage,
   type Party,
   releasesStorage,
+  servesFiles,
   statusAt,
   type TransferCommand,
   type TransferEncryption,
@@ -11,6 +14,7 @@ import {
   type TransferParties,
   type TransferStatus,
   type TransferTerms,
+  takesUploads,
   transferDecider,
 } from "../../domain/transfer.js";
 import { given, live, planContext } from "./given.js";
@@ -688,11 +692,11 @@ describe("releasesStorage", () => {
   it("does not release on creation: a new transfer starts holding its storage", () => {
     const events = accept([], create(false));
     expect(releasesStorage(transferDecider.initialState(), events)).toBe(false);
-    expect(live(fold(transferDecider, events)).holdsStorage).toBe(true);
+    expect(holdsStorage(live(fold(transferDecider, events)))).toBe(true);
   });
 
   it("holds storage while pending and on activation", () => {
-    expect(live(fold(transferDecider, [pending])).holdsStorage).toBe(true);
+    expect(holdsStorage(live(fold(transferDecider, [pending])))).toBe(true);
     expect(releases([pending], confirm(allUploaded))).toBe(false);
   });
 
@@ -765,5 +769,53 @@ describe("releasesStorage", () => {
   it("does not release for a decision that records nothing", () => {
     expect(releasesStorage(fold(transferDecider, [active]), [])).toBe(false);
     expect(releases([active], { type: "ExpireTransfer", now: BEFORE_EXPIRY })).toBe(false);
+  });
+});
+
+describe("the rules the file routes ask", () => {
+  const now = (history: TransferEvent[], at: string) => [fold(transferDecider, history), at] as const;
+
+  it("takesUploads: only while pending, never once confirmed, deleted or past expiry", () => {
+    expect(takesUploads(...now([pending], BEFORE_EXPIRY))).toBe(true);
+    expect(takesUploads(...now([pending], JUST_BEFORE_EXPIRY))).toBe(true);
+    expect(takesUploads(...now([pending], EXPIRES_AT))).toBe(false);
+    expect(takesUploads(...now([pending, activated], BEFORE_EXPIRY))).toBe(false);
+    expect(takesUploads(...now([pending, deletedAt(BEFORE_EXPIRY)], BEFORE_EXPIRY))).toBe(false);
+    expect(takesUploads(...now([active], BEFORE_EXPIRY))).toBe(false);
+    expect(takesUploads(...now([], BEFORE_EXPIRY))).toBe(false);
+  });
+
+  it("servesFiles: active or downloaded out, until expiry, deletion or the files' clean-up", () => {
+    expect(servesFiles(...now([active], BEFORE_EXPIRY))).toBe(true);
+    expect(servesFiles(...now(downloadedHistory(), BEFORE_EXPIRY))).toBe(true);
+    expect(servesFiles(...now([active], EXPIRES_AT))).toBe(false);
+    expect(servesFiles(...now([pending], BEFORE_EXPIRY))).toBe(false);
+    expect(servesFiles(...now([active, deletedAt(BEFORE_EXPIRY)], BEFORE_EXPIRY))).toBe(false);
+    expect(servesFiles(...now([...downloadedHistory(), filesDeletedAt(BEFORE_EXPIRY)], BEFORE_EXPIRY))).toBe(
+      false,
+    );
+    expect(servesFiles(...now([], BEFORE_EXPIRY))).toBe(false);
+  });
+});
+
+describe("CreateTransfer: encryption material", () => {
+  /** A transfer the client says it encrypted, without the key it encrypted it under. */
+  const keyless = (presigned: boolean): TransferCommand => ({
+    ...(create(presigned, { isEncrypted: true }) as Extract<TransferCommand, { type: "CreateTransfer" }>),
+    encryption: { ...encryption, encryptedKey: null },
+  });
+
+  it("a transfer the client encrypted carries its encrypted_key, multipart or presigned", () => {
+    given(transferDecider, [], planContext()).when(keyless(false)).thenRefused("INVALID");
+    given(transferDecider, [], planContext()).when(keyless(true)).thenRefused("INVALID");
+    expect(encryptionProblem({ isEncrypted: true }, { encryptedKey: null }, null)?.field).toBe(
+      "encrypted_key",
+    );
+    expect(encryptionProblem({ isEncrypted: true }, { encryptedKey: "a2V5" }, null)).toBeNull();
+    expect(encryptionProblem({ isEncrypted: false }, { encryptedKey: null }, null)).toBeNull();
+  });
+
+  it("one the server encrypts at rest has its key from the server: none is asked of the client", () => {
+    expect(encryptionProblem({ isEncrypted: true }, { encryptedKey: null }, { format: "HOE1" })).toBeNull();
   });
 });

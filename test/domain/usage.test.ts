@@ -5,7 +5,6 @@ import { given, planContext } from "./given.js";
 
 const MARCH = "2026-03-15";
 const APRIL = "2026-04-15";
-const _NOW = "2026-03-20T00:00:00.000Z";
 const EXPIRES = "2026-03-21T00:00:00.000Z";
 
 const context = planContext;

@@ -377,6 +377,8 @@ describe("POST /v1/transfers: 400 VALIDATION_ERROR, and nothing stored", () => {
     ["metadata not an object", { ...A2A, metadata: "[1,2]" }, null, "metadata"],
     ["message over 4,000 characters", { ...A2A, message: "m".repeat(4001) }, null, "message"],
     ["is_encrypted not a boolean", { ...A2A, is_encrypted: "maybe" }, null, "is_encrypted"],
+    // Spec 4.9: as on the presigned path (issue 35: once only there).
+    ["is_encrypted without encrypted_key", { ...A2A, is_encrypted: "true" }, null, "encrypted_key"],
     ["auto_delete not a boolean", { ...A2A, auto_delete: "yes please" }, null, "auto_delete"],
     ["file name over 255 bytes", A2A, [{ name: `${"n".repeat(252)}.txt`, data: Buffer.from("x") }], "files"],
   ];

@@ -6,17 +6,11 @@ import {
   toBase64,
   wrapContentKey,
 } from "@handoff/sdk/crypto";
-import type {
-  Account,
-  ExpiresIn,
-  PresignedAnswer,
-  ResolvedAgent,
-  Transfer,
-  TransferFields,
-} from "@handoff/sdk/types";
+import type { Account, ExpiresIn, PresignedAnswer, Transfer, TransferFields } from "@handoff/sdk/types";
 import { RESUMABLE_FROM } from "@handoff/sdk/upload-rules";
 import { api, errorOf } from "./api.js";
 import { formatBytes, formatDate } from "./format.js";
+import { provenAgent } from "./key-transparency.js";
 import { currentSession } from "./session.js";
 import { encryptFile, type Spooled } from "./spool.js";
 import { uploadThroughTus } from "./tus-upload.js";
@@ -36,7 +30,7 @@ export type SendStage =
   | { stage: "uploading"; bytes: number; total: number };
 
 /**
- * Human-to-agent (decisions 4.6): resolve the agent's key, wrap a fresh content key to it, encrypt
+ * Human-to-agent (decisions 4.6): resolve the agent's key (proven by the transparency log, 9.6), wrap a fresh content key to it, encrypt
  * each file in the browser (5.3) and upload it: one multipart POST, or from RESUMABLE_FROM bytes
  * on the wire a presigned transfer sent through tus (7.2). The server only ever sees ciphertext.
  * A person has no signing key, so the transfer carries no sender signature.
@@ -47,7 +41,7 @@ export async function sendToAgent(
 ): Promise<Transfer> {
   const query = new URLSearchParams({ agent_id: request.agent });
   if (request.account) query.set("account", request.account);
-  const agent = await api<ResolvedAgent>(`/v1/agents/resolve?${query}`);
+  const agent = await provenAgent(query);
   if (agent.public_key === null || agent.key_version === null)
     throw new Error(
       `${agent.agent_id} has no key to encrypt to yet (its connection is ${agent.connection_status})`,

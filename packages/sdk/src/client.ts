@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { toBase64 } from "./crypto/index.js";
-import { HandoffCustodyError, HandoffError } from "./errors.js";
+import { HandoffError } from "./errors.js";
 import { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import {
@@ -14,7 +14,7 @@ import { defaultLogPath, LogWitness } from "./log-witness.js";
 import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
 import { PRESIGNED_THRESHOLD, resumeSend, type SendOptions, type SendState, send } from "./send.js";
-import { checkKeyProof, type KeyProof, type Receipt, signReceipt } from "./transparency/index.js";
+import { type KeyProof, type Receipt, signReceipt } from "./transparency/index.js";
 import type {
   AccountAgent,
   Agent,
@@ -165,20 +165,7 @@ export class HandoffClient {
   /** Whether the log backs the answered keys (true), or they are a person's (false); throws when it does not. */
   private async checkKeyProof(resolved: ResolvedAgent): Promise<boolean> {
     if (isPerson(resolved) || resolved.public_key === null) return false;
-    const refuse = (why: string, cause?: unknown) =>
-      new HandoffCustodyError(
-        "KEY_NOT_IN_LOG",
-        `the keys the server gave for agent '${resolved.agent_id}' are not backed by the transparency log: ${why}`,
-        { cause },
-      );
-    if (!resolved.key_proof) throw refuse("the answer carries no key_proof");
-    try {
-      checkKeyProof(resolved.key_proof as KeyProof, resolved, await this.log.logKey());
-    } catch (error) {
-      if (error instanceof HandoffError) throw error;
-      throw refuse((error as Error).message, error);
-    }
-    await this.log.observe(resolved.key_proof.checkpoint);
+    await this.log.requireProvenKeys(resolved.agent_id, resolved, resolved.key_proof as KeyProof | null);
     return true;
   }
 

@@ -1,25 +1,20 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { statusAt, type TransferStatus } from "../../../domain/transfer.js";
 import { attachment } from "../../blobs/content-disposition.js";
 import type { LocalBlobUrls } from "../../blobs/local-urls.js";
 import { BlobNotFoundError, BlobTooLargeError, SMALL_BLOB_BYTES } from "../../blobs/port.js";
-import { loadTransfer } from "../../command-handlers/transfers/record.js";
+import { mayServeFile, writeFileBytes } from "../../command-handlers/transfers/files.js";
 import * as api from "../../contract/transfers.js";
 import { isMediaType } from "../../contract/transfers.js";
-import { uploadableStatus } from "../../queries/transfers.js";
 import { fileTooLarge, HttpError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
 
-const gone = () => new HttpError(410, "GONE", "this transfer no longer takes uploads");
 const goneForDownload = () =>
   new HttpError(410, "GONE", "this file is no longer available: its transfer was deleted, expired or purged");
 const goneWhenMissing = (error: unknown): never => {
   throw error instanceof BlobNotFoundError ? goneForDownload() : error;
 };
-/** Statuses whose files a download link serves: the last counted download's links included. */
-const DOWNLOADABLE: TransferStatus[] = ["active", "downloaded"];
 const invalidLink = () => new HttpError(403, "FORBIDDEN", "this link is invalid or has expired");
 
 /** `bytes=a-b`, `bytes=a-` or `bytes=-n` against a blob of `size` bytes; null for no (usable) Range. */
@@ -49,23 +44,7 @@ export function parseRange(
  * upload and download links that S3 would otherwise answer. The token is the only credential.
  */
 export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): FastifyPluginAsync {
-  const { db, blobs, clock } = service;
-
-  const uploadable = (transferId: string) => uploadableStatus(db, transferId, clock.now());
-
-  /**
-   * Whether a transfer's files may be fetched now, read from its stream so that a DELETE or an
-   * expiry stops every link at once, before any clean-up has run (docs/security.md).
-   */
-  async function downloadable(transferId: string): Promise<boolean> {
-    const { state } = await loadTransfer(service.transferDeps, transferId);
-    const now = clock.now().toISOString();
-    return (
-      state.status !== "none" &&
-      !state.filesDeleted &&
-      DOWNLOADABLE.includes(statusAt(state.status, state.record.expiresAt, now))
-    );
-  }
+  const { blobs, clock, transferDeps } = service;
 
   return async (app) => {
     // Upload bodies are file data of any type, streamed to the blob store as they come.
@@ -78,26 +57,18 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
       handler: async (request, reply) => {
         const claims = urls.uploadClaims(request.params.token, clock.now());
         if (!claims) throw invalidLink();
-        const [, transferId = "", fileId = ""] = claims.key.split("/");
-        if ((await uploadable(transferId)) !== "pending") {
-          reply.header("connection", "close");
-          throw gone();
-        }
+        const fileId = claims.key.split("/")[2] ?? "";
         try {
-          const { size } = await blobs.put(claims.key, request.raw, {
-            maxBytes: claims.size,
-            contentType: claims.ct,
-          });
-          // Deleted or expired while the bytes were arriving: its data must not outlive it.
-          if ((await uploadable(transferId)) !== "pending") {
-            await blobs.delete([claims.key]);
-            throw gone();
-          }
+          const { size } = await writeFileBytes(transferDeps, claims.key, () =>
+            blobs.put(claims.key, request.raw, { maxBytes: claims.size, contentType: claims.ct }),
+          );
           return { file_id: fileId, size };
         } catch (error) {
-          if (!(error instanceof BlobTooLargeError)) throw error;
+          // The body may be unread (refused before it, or cut off mid-way): not worth reading on.
           reply.header("connection", "close");
-          throw fileTooLarge(`the body is larger than the declared ${claims.size} bytes`);
+          throw error instanceof BlobTooLargeError
+            ? fileTooLarge(`the body is larger than the declared ${claims.size} bytes`)
+            : error;
         }
       },
     });
@@ -107,8 +78,7 @@ export function fileRoutes({ service }: RouteContext, urls: LocalBlobUrls): Fast
       handler: async (request, reply) => {
         const claims = urls.downloadClaims(request.params.token, clock.now());
         if (!claims) throw invalidLink();
-        const [, transferId = ""] = claims.key.split("/");
-        if (!(await downloadable(transferId))) throw goneForDownload();
+        if (!(await mayServeFile(transferDeps, claims.key))) throw goneForDownload();
         // The purge may remove the file at any moment from here on: missing is gone, never 500.
         // Once open, the file serves to its end even if it is unlinked meanwhile.
         const blob = await blobs.open(claims.key);

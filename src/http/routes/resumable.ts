@@ -12,8 +12,8 @@ import {
   type UploadTarget,
   UploadTerminatedError,
 } from "../../blobs/resumable/port.js";
+import { requireTakesUploads, writeFileBytes } from "../../command-handlers/transfers/files.js";
 import * as api from "../../contract/resumable.js";
-import { uploadableStatus } from "../../queries/transfers.js";
 import { fileTooLarge, HttpError, validationError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
@@ -25,7 +25,6 @@ const OFFSET_STREAM = "application/offset+octet-stream";
 const noSuchUpload = () =>
   new HttpError(404, "NOT_FOUND", "no such upload: the link is invalid or the upload was terminated");
 const expired = () => new HttpError(410, "GONE", "this upload link has expired");
-const closed = () => new HttpError(410, "GONE", "this transfer no longer takes uploads");
 
 /** `Upload-Offset` and the like: a non-negative decimal integer, nothing else. */
 function headerInteger(value: string | string[] | undefined, name: string): number | null {
@@ -60,7 +59,7 @@ function declaredChecksum(value: string | string[] | undefined): DeclaredChecksu
  * creation step. docs/resumable.md.
  */
 export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls): FastifyPluginAsync {
-  const { db, blobs, clock } = service;
+  const { blobs, clock, transferDeps } = service;
 
   /** The upload a token names, or the tus answer for one that names none (404) or expired (410). */
   function targetOf(token: string): UploadTarget {
@@ -68,13 +67,6 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
     if (!claims) throw noSuchUpload();
     if (claims.exp <= clock.now().getTime()) throw expired();
     return targetFrom(claims);
-  }
-
-  const transferOf = (target: UploadTarget) => target.key.split("/")[1] ?? "";
-
-  /** Uploads end with the transfer's `pending` state (confirm, delete, expiry). */
-  async function requirePending(target: UploadTarget): Promise<void> {
-    if ((await uploadableStatus(db, transferOf(target), clock.now())) !== "pending") throw closed();
   }
 
   function requireTus(request: FastifyRequest): void {
@@ -144,7 +136,7 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
       handler: async (request, reply) => {
         requireTus(request);
         const target = targetOf(request.params.token);
-        await requirePending(target);
+        await requireTakesUploads(transferDeps, target.key);
         const offset = await blobs.resumable.offset(target).catch((error) => tusError(error, reply));
         if (offset === "terminated") throw noSuchUpload();
         return reply
@@ -176,21 +168,18 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
             reply,
             fileTooLarge(`the upload would be larger than the declared ${target.length} bytes`),
           );
-        await requirePending(target);
         const body = request.raw;
-        const newOffset = await blobs.resumable
-          .append(target, { offset, body, checksum, interimCommits: !checksum && length !== null }, () =>
-            body.destroy(),
-          )
-          .catch((error) => tusError(error, reply));
-        // Deleted or expired while the bytes were arriving: its data must not outlive it.
-        if (
-          newOffset === target.length &&
-          (await uploadableStatus(db, transferOf(target), clock.now())) !== "pending"
-        ) {
-          await blobs.delete([target.key]);
-          throw closed();
-        }
+        const newOffset = await writeFileBytes(
+          transferDeps,
+          target.key,
+          () =>
+            blobs.resumable
+              .append(target, { offset, body, checksum, interimCommits: !checksum && length !== null }, () =>
+                body.destroy(),
+              )
+              .catch((error) => tusError(error, reply)),
+          (offsetNow) => offsetNow === target.length,
+        );
         return reply
           .status(204)
           .header("upload-offset", newOffset)
@@ -204,7 +193,7 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
       handler: async (request, reply) => {
         requireTus(request);
         const target = targetOf(request.params.token);
-        await requirePending(target);
+        await requireTakesUploads(transferDeps, target.key);
         await blobs.resumable.terminate(target).catch((error) => tusError(error, reply));
         return reply.status(204).send();
       },

@@ -131,9 +131,6 @@ export function transferRoutes({
       handler: async (request, reply) => {
         const caller = callerAccount(request);
         const { body } = request;
-        if (body.is_encrypted && !body.encrypted_key) {
-          throw validationError("encrypted_key is required when is_encrypted is true", "encrypted_key");
-        }
         const created = await createPresignedTransfer(
           deps,
           caller,

@@ -37,29 +37,156 @@ interface Rows {
   agents: Map<string, AgentRow>;
 }
 
-const TRANSFER_EVENTS = new Set([
-  "TransferCreated",
-  "DownloadRecorded",
-  "TransferExpired",
-  "ReceiptRecorded",
-]);
+/** What a source event's message says, to whom: built once the batch's rows are read. */
+interface Message {
+  agentIds: (string | null)[];
+  data: (agent: AgentRow) => Record<string, unknown>;
+  /** Given by the event (a test delivery's id is the one its request answered); else derived. */
+  messageId?: string;
+}
 
+/**
+ * An event a webhook message comes from (decisions 8.2, 8.3): the message's type, the rows it
+ * reads, and what it says to whom (null: nothing to a webhook, e.g. no recipient agent).
+ */
+interface Source {
+  type: WebhookMessageType;
+  /** Reads the transfer row of the event's stream; the rows of its sender and recipient agents come with it. */
+  readsTransfer: boolean;
+  /** Other agents whose rows the message needs. */
+  agentsOf(recorded: RecordedEvent): string[];
+  message(recorded: RecordedEvent, rows: Rows, deps: WebhookMessagesDeps): Message | null;
+}
+
+const dataOf = <Data>(recorded: RecordedEvent) => recorded.data as unknown as Data;
+type TransferData<Type extends TransferEvent["type"]> = Extract<TransferEvent, { type: Type }>["data"];
+const noOtherAgents = () => [];
+
+/**
+ * The one table of source events, keyed by event type: what the reactor reads
+ * (WEBHOOK_SOURCE_EVENTS), the rows each needs and the message it makes are all read from here,
+ * so a new message type is one entry.
+ */
+const SOURCES: Record<string, Source> = {
+  TransferCreated: {
+    type: "transfer.received",
+    readsTransfer: true,
+    agentsOf: noOtherAgents,
+    message(recorded, rows, deps) {
+      const created = dataOf<TransferData<"TransferCreated">>(recorded);
+      const row = rows.transfers.get(idOf(recorded.streamId));
+      if (!created.recipientAgentId || !row) return null;
+      // Sender and recipient stay sealed as the read model holds them; opened when sent.
+      const item = presentTransfer(row, deps.publicBaseUrl, new Date(recorded.metadata.occurredAt));
+      return { agentIds: [created.recipientAgentId], data: () => item };
+    },
+  },
+  DownloadRecorded: {
+    type: "transfer.downloaded",
+    readsTransfer: true,
+    agentsOf: (recorded) => {
+      const { downloaderAgentId } = dataOf<TransferData<"DownloadRecorded">>(recorded);
+      return typeof downloaderAgentId === "string" ? [downloaderAgentId] : [];
+    },
+    message(recorded, rows) {
+      const data = dataOf<TransferData<"DownloadRecorded">>(recorded);
+      const id = idOf(recorded.streamId);
+      const row = rows.transfers.get(id);
+      if (!row) return null;
+      const downloader = data.downloaderAgentId ? rows.agents.get(data.downloaderAgentId) : undefined;
+      return {
+        agentIds: [row.sender_agent_id],
+        data: () => ({
+          transfer_id: id,
+          downloads: data.downloads,
+          max_downloads: row.max_downloads,
+          downloaded_by: downloader?.agent_id ?? null,
+        }),
+      };
+    },
+  },
+  TransferExpired: {
+    type: "transfer.expired",
+    readsTransfer: true,
+    agentsOf: noOtherAgents,
+    message(recorded, rows) {
+      const data = dataOf<TransferData<"TransferExpired">>(recorded);
+      const id = idOf(recorded.streamId);
+      const row = rows.transfers.get(id);
+      if (!row) return null;
+      return { agentIds: [row.sender_agent_id], data: () => ({ transfer_id: id, expired_at: data.at }) };
+    },
+  },
+  ReceiptRecorded: {
+    type: "transfer.receipt",
+    readsTransfer: true,
+    agentsOf: noOtherAgents,
+    message(recorded, rows) {
+      // Decisions 9.5: the sender hears of the recipient's signed receipt, as it was posted.
+      const data = dataOf<TransferData<"ReceiptRecorded">>(recorded);
+      const id = idOf(recorded.streamId);
+      const row = rows.transfers.get(id);
+      if (!row) return null;
+      return {
+        agentIds: [row.sender_agent_id],
+        data: () => ({
+          transfer_id: id,
+          receipt: data.receipt,
+          signature: data.signature,
+          position: recorded.position,
+        }),
+      };
+    },
+  },
+  BroadcastPublished: {
+    type: "broadcast.published",
+    readsTransfer: false,
+    agentsOf: (recorded) => (recorded.data.agentIds as string[] | undefined) ?? [],
+    message(recorded) {
+      const b = dataOf<Extract<BroadcastEvent, { type: "BroadcastPublished" }>["data"]>(recorded);
+      // Decisions 8.2: the content travels only when the broadcast is urgent (as 4.8 shows it).
+      const urgent = URGENT_SEVERITIES.includes(b.severity);
+      const broadcast = {
+        id: b.broadcastId,
+        title: b.title,
+        ...(urgent ? { content: b.content } : {}),
+        severity: b.severity,
+        affected_components: b.affectedComponents,
+        agent_count: b.agentIds.length,
+        created_at: b.publishedAt,
+      };
+      return { agentIds: b.agentIds, data: () => broadcast };
+    },
+  },
+  WebhookTestRequested: {
+    type: "webhook.test",
+    readsTransfer: false,
+    agentsOf: (recorded) => [idOf(recorded.streamId)],
+    message(recorded) {
+      const data = dataOf<Extract<AgentEvent, { type: "WebhookTestRequested" }>["data"]>(recorded);
+      return {
+        agentIds: [idOf(recorded.streamId)],
+        messageId: data.messageId,
+        data: (agent) => ({ agent_id: agent.agent_id, requested_at: data.requestedAt }),
+      };
+    },
+  },
+};
+
+const sourceOf = (recorded: RecordedEvent): Source | undefined =>
+  Object.hasOwn(SOURCES, recorded.type) ? SOURCES[recorded.type] : undefined;
+
+/** The rows a batch's messages need, read once for the whole batch (`events`: source events only). */
 async function rowsFor(db: Knex, events: RecordedEvent[]): Promise<Rows> {
   const transferIds = [
-    ...new Set(events.filter((e) => TRANSFER_EVENTS.has(e.type)).map((e) => idOf(e.streamId))),
+    ...new Set(events.filter((e) => sourceOf(e)?.readsTransfer).map((e) => idOf(e.streamId))),
   ];
   const transfers: TransferRow[] =
     transferIds.length === 0 ? [] : await db("transfers").whereIn("id", transferIds);
   const agentIds = new Set<string>();
   for (const row of transfers)
     for (const id of [row.sender_agent_id, row.recipient_agent_id]) if (id) agentIds.add(id);
-  for (const e of events) {
-    if (e.type === "BroadcastPublished")
-      for (const id of (e.data.agentIds as string[]) ?? []) agentIds.add(id);
-    if (e.type === "WebhookTestRequested") agentIds.add(idOf(e.streamId));
-    if (e.type === "DownloadRecorded" && typeof e.data.downloaderAgentId === "string")
-      agentIds.add(e.data.downloaderAgentId);
-  }
+  for (const e of events) for (const id of sourceOf(e)?.agentsOf(e) ?? []) agentIds.add(id);
   const agents: AgentRow[] =
     agentIds.size === 0
       ? []
@@ -80,113 +207,12 @@ function withWebhooks(rows: Rows, ids: (string | null)[]): AgentRow[] {
   });
 }
 
-const dataOf = <Data>(recorded: RecordedEvent) => recorded.data as unknown as Data;
-
 /** A message's id: from the event and its agent, so the same event always makes the same message. */
 const messageIdOf = (eventId: string, agentId: string) =>
   `msg_${createHash("sha256").update(`${eventId}:${agentId}`).digest("hex").slice(0, 32)}`;
 
-type Made = {
-  type: WebhookMessageType;
-  agentIds: (string | null)[];
-  data: (agent: AgentRow) => Record<string, unknown>;
-  messageId?: string;
-};
-
-/** What an event says to whom (decisions 8.2), or null when it says nothing to a webhook. */
-function messagesOf(deps: WebhookMessagesDeps, rows: Rows, recorded: RecordedEvent): Made | null {
-  const id = idOf(recorded.streamId);
-  switch (recorded.type) {
-    case "TransferCreated": {
-      const created = dataOf<Extract<TransferEvent, { type: "TransferCreated" }>["data"]>(recorded);
-      if (!created.recipientAgentId) return null;
-      const row = rows.transfers.get(id);
-      if (!row) return null;
-      // Sender and recipient stay sealed as the read model holds them; opened when sent.
-      const item = presentTransfer(row, deps.publicBaseUrl, new Date(recorded.metadata.occurredAt));
-      return { type: "transfer.received", agentIds: [created.recipientAgentId], data: () => item };
-    }
-    case "DownloadRecorded": {
-      const data = dataOf<Extract<TransferEvent, { type: "DownloadRecorded" }>["data"]>(recorded);
-      const row = rows.transfers.get(id);
-      if (!row) return null;
-      const downloader = data.downloaderAgentId ? rows.agents.get(data.downloaderAgentId) : undefined;
-      return {
-        type: "transfer.downloaded",
-        agentIds: [row.sender_agent_id],
-        data: () => ({
-          transfer_id: id,
-          downloads: data.downloads,
-          max_downloads: row.max_downloads,
-          downloaded_by: downloader?.agent_id ?? null,
-        }),
-      };
-    }
-    case "TransferExpired": {
-      const data = dataOf<Extract<TransferEvent, { type: "TransferExpired" }>["data"]>(recorded);
-      const row = rows.transfers.get(id);
-      if (!row) return null;
-      return {
-        type: "transfer.expired",
-        agentIds: [row.sender_agent_id],
-        data: () => ({ transfer_id: id, expired_at: data.at }),
-      };
-    }
-    case "ReceiptRecorded": {
-      // Decisions 9.5: the sender hears of the recipient's signed receipt, as it was posted.
-      const data = dataOf<Extract<TransferEvent, { type: "ReceiptRecorded" }>["data"]>(recorded);
-      const row = rows.transfers.get(id);
-      if (!row) return null;
-      return {
-        type: "transfer.receipt",
-        agentIds: [row.sender_agent_id],
-        data: () => ({
-          transfer_id: id,
-          receipt: data.receipt,
-          signature: data.signature,
-          position: recorded.position,
-        }),
-      };
-    }
-    case "BroadcastPublished": {
-      const b = dataOf<Extract<BroadcastEvent, { type: "BroadcastPublished" }>["data"]>(recorded);
-      // Decisions 8.2: the content travels only when the broadcast is urgent (as 4.8 shows it).
-      const urgent = URGENT_SEVERITIES.includes(b.severity);
-      const broadcast = {
-        id: b.broadcastId,
-        title: b.title,
-        ...(urgent ? { content: b.content } : {}),
-        severity: b.severity,
-        affected_components: b.affectedComponents,
-        agent_count: b.agentIds.length,
-        created_at: b.publishedAt,
-      };
-      return { type: "broadcast.published", agentIds: b.agentIds, data: () => broadcast };
-    }
-    case "WebhookTestRequested": {
-      const data = dataOf<Extract<AgentEvent, { type: "WebhookTestRequested" }>["data"]>(recorded);
-      return {
-        type: "webhook.test",
-        agentIds: [id],
-        messageId: data.messageId,
-        data: (agent) => ({ agent_id: agent.agent_id, requested_at: data.requestedAt }),
-      };
-    }
-    default:
-      return null;
-  }
-}
-
 /** The events a webhook message can come from (decisions 8.3). */
-export const WEBHOOK_SOURCE_EVENTS: readonly string[] = [
-  "TransferCreated",
-  "DownloadRecorded",
-  "TransferExpired",
-  "ReceiptRecorded",
-  "BroadcastPublished",
-  "WebhookTestRequested",
-];
-const RELEVANT = new Set(WEBHOOK_SOURCE_EVENTS);
+export const WEBHOOK_SOURCE_EVENTS: readonly string[] = Object.keys(SOURCES);
 /** The events that can give an agent a live webhook (a `webhook_url` set at registration or later). */
 const MAY_ENABLE_A_WEBHOOK = ["AgentRegistered", "AgentUpdated"];
 /** What the webhook reactor reads: the events messages come from, and those that can enable a webhook. */
@@ -209,7 +235,7 @@ export function webhookMessages(deps: WebhookMessagesDeps) {
   let enablingShown = false;
   return async (batch: RecordedEvent[]): Promise<boolean> => {
     if (batch.some((recorded) => MAY_ENABLE_A_WEBHOOK.includes(recorded.type))) enablingShown = false;
-    const relevant = batch.filter((recorded) => RELEVANT.has(recorded.type));
+    const relevant = batch.filter((recorded) => sourceOf(recorded) !== undefined);
     const end = batch.at(-1);
     if (!end || relevant.length === 0) return false;
     if (enablingShown && !(await deps.anyLiveWebhook())) return false;
@@ -219,13 +245,14 @@ export function webhookMessages(deps: WebhookMessagesDeps) {
     if (!(await deps.anyLiveWebhook())) return false;
     const rows = await rowsFor(deps.db, relevant);
     const messages = relevant.flatMap((recorded): NewWebhookMessage[] => {
-      const made = messagesOf(deps, rows, recorded);
-      if (!made) return [];
+      const source = sourceOf(recorded);
+      const made = source?.message(recorded, rows, deps);
+      if (!source || !made) return [];
       return withWebhooks(rows, made.agentIds).map((agent) => ({
         messageId: made.messageId ?? messageIdOf(recorded.eventId, agent.id),
         agentId: agent.id,
         accountId: agent.account_id,
-        type: made.type,
+        type: source.type,
         occurredAt: recorded.metadata.occurredAt,
         data: made.data(agent),
       }));

@@ -6,6 +6,7 @@
 export { canonicalJson, entryBytes, entryLeafHash, type LogEntry } from "./entry.js";
 export { type ExportReport, verifyExport } from "./export.js";
 export { type AnsweredKeys, checkKeyProof, type KeyProof } from "./key-proof.js";
+export { type LogState, LogView, LogViewError, type LogViewPorts, requireProvenKeys } from "./log-view.js";
 export {
   CompactRange,
   consistencyProof,
