@@ -14,6 +14,7 @@ import { WatchedEventStore } from "./command-handlers/watched-store.js";
 import type { WebhookDeps } from "./command-handlers/webhooks.js";
 import type { Config } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
+import { UploadLeases } from "./db/upload-leases.js";
 import type { EventStore } from "./eventstore/port.js";
 import { PostgresEventStore } from "./eventstore/postgres.js";
 import { Housekeeper } from "./housekeeping/housekeeper.js";
@@ -23,6 +24,12 @@ import { PersonalData } from "./privacy/personal-data.js";
 import type { RateLimitCounter } from "./rate-limits/counter.js";
 import { FallbackCounter } from "./rate-limits/fallback.js";
 import { MemoryCounter } from "./rate-limits/memory.js";
+import {
+  FallbackStreamSlots,
+  MemoryStreamSlots,
+  type OpenStreamSlots,
+  RedisStreamSlots,
+} from "./rate-limits/open-streams.js";
 import { RedisCounter } from "./rate-limits/redis.js";
 import { MAILED_EVENTS, peopleMailer } from "./reactors/people-mail.js";
 import { oneByOne, Reactor } from "./reactors/reactor.js";
@@ -54,6 +61,8 @@ export interface Service {
   mailer: Mailer;
   /** Per-API-key rate-limit counts: in Redis with REDIS_URL (shared by instances), else in memory. */
   rateLimits: RateLimitCounter;
+  /** The open event streams per credential: in Redis with REDIS_URL (shared by instances), else in memory. */
+  openStreams: OpenStreamSlots;
   clock: Clock;
   /** Present only with TEST_CLOCK=1. */
   testClock: AdjustableClock | null;
@@ -120,6 +129,7 @@ const EMBEDDED_IDLE_POLL_MS = 5000;
 async function openBlobStore(
   config: Config,
   serverKey: Buffer,
+  uploadLeases: UploadLeases,
 ): Promise<{ blobs: BlobStore; localBlobUrls: LocalBlobUrls | null; uploadLinks: LocalBlobUrls }> {
   const uploadLinks = new LocalBlobUrls(new UrlTokens(serverKey), config.publicBaseUrl);
   if (config.s3) {
@@ -132,6 +142,7 @@ async function openBlobStore(
       ...(publicEndpoint ? { publicEndpoint } : {}),
       forcePathStyle,
       uploadLinks,
+      uploadLeases,
     });
     if (createBucket) {
       const refused = await blobs.ensureBucket([new URL(config.publicBaseUrl).origin]);
@@ -139,7 +150,7 @@ async function openBlobStore(
     }
     return { blobs, localBlobUrls: null, uploadLinks };
   }
-  const blobs = new FileSystemBlobStore(join(config.dataDir, "blobs"), uploadLinks);
+  const blobs = new FileSystemBlobStore(join(config.dataDir, "blobs"), uploadLinks, uploadLeases);
   return { blobs, localBlobUrls: uploadLinks, uploadLinks };
 }
 
@@ -153,7 +164,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const testClock = config.testClock ? new AdjustableClock() : null;
   const clock = testClock ?? systemClock;
   const serverKey = loadServerKey(config.serverKey, config.dataDir);
-  const opened = await openBlobStore(config, serverKey);
+  const opened = await openBlobStore(config, serverKey, new UploadLeases(db));
   // Every reader and writer of file data goes through the metered store, so /metrics counts its bytes.
   const blobs = meteredBlobStore(opened.blobs);
   const onError = options.onProjectionError ?? ((error) => console.error("projection failed:", error));
@@ -173,6 +184,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
   const mailer = openMailer(config);
   const peopleMail = peopleMailReactor({ config, db, deps, mailer, tokens });
   const rateLimits = openRateLimits(config);
+  const openStreams = openStreamSlots(config);
   const humanDeps: HumanDeps = { ...transferDeps, tokens, addressCounts: rateLimits };
   const webhookParts = openWebhooks({ config, options, db, deps, engine, hot });
   const { webhooks, webhookDeps } = webhookParts;
@@ -198,6 +210,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     housekeeper,
     mailer,
     rateLimits,
+    openStreams,
     clock,
     testClock,
     deps,
@@ -210,6 +223,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     async close() {
       await stopBackground(background);
       await rateLimits.close();
+      await openStreams.close();
       mailer.close();
       await store.close();
       await blobs.close?.();
@@ -317,6 +331,13 @@ function openRateLimits(config: Config): RateLimitCounter {
   return config.redisUrl
     ? new FallbackCounter(RedisCounter.open(config.redisUrl), (message) => console.warn(message))
     : new MemoryCounter();
+}
+
+/** The open-event-stream cap's counts, shared through Redis like the rate limits and falling back alike. */
+function openStreamSlots(config: Config): OpenStreamSlots {
+  return config.redisUrl
+    ? new FallbackStreamSlots(RedisStreamSlots.open(config.redisUrl))
+    : new MemoryStreamSlots();
 }
 
 /**

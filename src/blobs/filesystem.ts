@@ -31,6 +31,7 @@ import {
   type UploadUrlOptions,
 } from "./port.js";
 import { FileSystemResumableStore, RESUMABLE_DIR } from "./resumable/filesystem.js";
+import type { UploadLeaseTable } from "./resumable/leases.js";
 import { ResumableUploads } from "./resumable/uploads.js";
 import { escapePart, StagingOwners, safeDecode } from "./staging-owners.js";
 
@@ -77,10 +78,15 @@ export class FileSystemBlobStore implements BlobStore {
   constructor(
     rootDir: string,
     private readonly urls: LocalBlobUrls,
+    /** The tus uploads' leases shared with the other instances on this folder; unset: this process alone. */
+    uploadLeases?: UploadLeaseTable,
   ) {
     this.root = resolve(rootDir);
     this.tempDir = join(this.root, TEMP_DIR);
-    this.resumable = new ResumableUploads(new FileSystemResumableStore(this.root, (key) => this.pathOf(key)));
+    this.resumable = new ResumableUploads(
+      new FileSystemResumableStore(this.root, (key) => this.pathOf(key)),
+      uploadLeases,
+    );
     this.owners = new StagingOwners(join(this.tempDir, OWNERS_DIR));
   }
 

@@ -26,6 +26,7 @@ import {
   type PresignedRequest,
   type UploadUrlOptions,
 } from "./port.js";
+import type { UploadLeaseTable } from "./resumable/leases.js";
 import { S3ResumableStore } from "./resumable/s3.js";
 import { ResumableUploads } from "./resumable/uploads.js";
 import { isNotFound, statusOf } from "./s3-errors.js";
@@ -43,6 +44,8 @@ export interface S3BlobStoreOptions {
   uploadLinks: LocalBlobUrls;
   /** Bytes per part of a tus upload's multipart upload (at least 5 MiB). */
   resumablePartSize?: number;
+  /** The tus uploads' leases shared with the other instances on this bucket; unset: this process alone. */
+  uploadLeases?: UploadLeaseTable;
   /**
    * The endpoint presigned URLs name, when clients reach the store at another address than this
    * server does (MinIO in Compose: `minio:9000` inside, `localhost:9000` outside). A SigV4
@@ -101,6 +104,7 @@ export class S3BlobStore implements BlobStore {
     this.presigner = options.publicEndpoint ? settings(options.publicEndpoint) : this.client;
     this.resumable = new ResumableUploads(
       new S3ResumableStore(this.client, this.bucket, options.resumablePartSize),
+      options.uploadLeases,
     );
   }
 

@@ -106,7 +106,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   idempotency.register(app);
 
   const { settle } = readYourWrites(app, service);
-  const eventStreams = new EventStreams(options.keepAliveMs);
+  const eventStreams = new EventStreams(options.keepAliveMs, service.openStreams);
   // Streams never end by themselves: end them as the server closes, or they hold its shutdown.
   app.addHook("preClose", async () => eventStreams.closeAll());
   const context: RouteContext = { service, idempotency, settle, eventStreams };

@@ -1,5 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { PassThrough } from "node:stream";
 import type { FastifyReply } from "fastify";
+import { MemoryStreamSlots, type OpenStreamSlots } from "../rate-limits/open-streams.js";
 import { OPEN_EVENT_STREAMS } from "../rate-limits/policy.js";
 import { HttpError } from "./errors.js";
 
@@ -46,7 +48,8 @@ export interface EventStream {
 
 /**
  * The event streams open on this server, counted per holder (the API key or session that opened
- * them; at most OPEN_EVENT_STREAMS.limit each). Each sends a keep-alive comment at once (so the client
+ * them; at most OPEN_EVENT_STREAMS.limit each, across every instance when the slots are in Redis,
+ * src/rate-limits/open-streams.ts). Each sends a keep-alive comment at once (so the client
  * sees the answer start even with nothing to tell) and every `keepAliveMs` after; it ends when the
  * client goes away, when its route ends it, or when the server closes (`closeAll`, from the
  * preClose hook: a stream never ends by itself, so it would hold a shutdown for the whole grace
@@ -54,18 +57,20 @@ export interface EventStream {
  */
 export class EventStreams {
   private readonly open = new Set<EventStream>();
-  private readonly heldBy = new Map<string, number>();
 
-  constructor(private readonly keepAliveMs: number = KEEP_ALIVE_MS) {}
+  constructor(
+    private readonly keepAliveMs: number = KEEP_ALIVE_MS,
+    private readonly slots: OpenStreamSlots = new MemoryStreamSlots(),
+  ) {}
 
   /**
    * Starts the answer on `reply` (200, text/event-stream) for `holder`; the route returns the
    * reply. Throws 429 RATE_LIMITED, with Retry-After, when the holder has its limit open already.
    */
-  start(reply: FastifyReply, holder: string): EventStream {
-    const held = this.heldBy.get(holder) ?? 0;
+  async start(reply: FastifyReply, holder: string): Promise<EventStream> {
+    const id = randomUUID();
     const { limit, retryAfterSeconds } = OPEN_EVENT_STREAMS;
-    if (held >= limit) {
+    if (!(await this.slots.take(holder, id, limit))) {
       reply.header("Retry-After", String(retryAfterSeconds));
       throw new HttpError(
         429,
@@ -73,12 +78,8 @@ export class EventStreams {
         `${limit} inbox event streams are open with this API key already; close one, or retry after ${retryAfterSeconds} s`,
       );
     }
-    this.heldBy.set(holder, held + 1);
-    const release = () => {
-      const left = (this.heldBy.get(holder) ?? 1) - 1;
-      if (left > 0) this.heldBy.set(holder, left);
-      else this.heldBy.delete(holder);
-    };
+    // A slot that cannot be given back now (Redis away) frees itself once its heartbeats stop.
+    const release = () => void this.slots.release(holder, id).catch(() => {});
     const body = new PassThrough();
     const cleanups: (() => void)[] = [];
     let ended = false;

@@ -79,7 +79,8 @@ export const LOGIN_FAILURES = { name: "login-failures", limit: 10, windowMs: 15 
 export const ACCOUNT_MAIL_REQUESTS = { name: "account-mail", limit: 5, windowMs: 15 * 60_000 } as const;
 
 /**
- * Inbox event streams (decisions 8.4) open at once per API key (or web session) on one instance: a
+ * Inbox event streams (decisions 8.4) open at once per API key (or web session), on every instance
+ * together when REDIS_URL is set (src/rate-limits/open-streams.ts), else on each instance: a
  * stream holds a connection for as long as its client likes, so the per-minute limits do not bound
  * them. A listener needs one per agent it listens for; ten leave room for a few agents and for a
  * client reconnecting before the instance noticed its old connection was gone. The next one is

@@ -17,23 +17,30 @@ export const redisKey = (bucket: string, windowStart: number): string =>
   `${REDIS_KEY_PREFIX}${bucket}:${windowStart}`;
 
 /**
+ * A client that starts connecting and returns at once, reconnecting on its own whenever Redis goes
+ * away. Until it is ready, commands fail at once rather than queueing: the caller counts elsewhere
+ * meanwhile (FallbackCounter, FallbackStreamSlots).
+ */
+export function openRedis(url: string): Redis {
+  const redis = new Redis(url, { ...CLIENT_OPTIONS, enableOfflineQueue: false });
+  // ioredis reports connection trouble as events too; the failing command carries it to the caller.
+  redis.on("error", () => {});
+  return redis;
+}
+
+/**
  * Counters in Redis, shared by every instance of the service (`REDIS_URL`). Each hit is one
  * MULTI of INCR and PEXPIRE, so concurrent hits from any number of instances are counted exactly
  * and every key expires on its own.
  */
 export class RedisCounter implements RateLimitCounter {
   private constructor(private readonly redis: Redis) {
-    // ioredis reports connection trouble as events too; the failing command carries it to the caller.
     redis.on("error", () => {});
   }
 
-  /**
-   * Starts connecting and returns at once; the client reconnects on its own whenever Redis goes
-   * away. Until it is `ready`, commands fail at once rather than queueing: the caller counts
-   * elsewhere meanwhile (FallbackCounter).
-   */
+  /** Starts connecting and returns at once (openRedis). */
   static open(url: string): RedisCounter {
-    return new RedisCounter(new Redis(url, { ...CLIENT_OPTIONS, enableOfflineQueue: false }));
+    return new RedisCounter(openRedis(url));
   }
 
   /** Connects and checks the server answers, so a wrong URL fails at once, not at first use. */
@@ -73,12 +80,17 @@ export class RedisCounter implements RateLimitCounter {
     return value === null ? 0 : Number(value);
   }
 
-  async close(): Promise<void> {
-    if (this.redis.status === "end") return;
-    try {
-      await this.redis.quit();
-    } catch {
-      this.redis.disconnect();
-    }
+  close(): Promise<void> {
+    return closeRedis(this.redis);
+  }
+}
+
+/** Says goodbye to Redis if it answers, else drops the connection. */
+export async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === "end") return;
+  try {
+    await redis.quit();
+  } catch {
+    redis.disconnect();
   }
 }

@@ -1,51 +1,28 @@
 import { createHash, randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, randomPublicKey } from "../support/app.js";
 import { freshPostgres, postgresServer, tempDir } from "../support/databases.js";
 import { startS3Store } from "../support/s3-server.js";
-import { ServerProcess } from "../support/server-process.js";
+import { callJson as call, ServerProcess } from "../support/server-process.js";
+import { openPatch } from "../support/tus-client.js";
 
 const MiB = 1024 * 1024;
 const TUS = { "tus-resumable": "1.0.0" };
 
-async function call(base: string, method: string, path: string, key: string, body?: unknown) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text);
-}
-
-/** Starts a PATCH of `total` bytes and writes the first `sent` of them; the request stays open. */
-function openPatch(url: string, offset: number, data: Buffer, sent: number) {
-  const req = request(url, {
-    method: "PATCH",
-    headers: {
-      ...TUS,
-      "content-type": "application/offset+octet-stream",
-      "upload-offset": String(offset),
-      "content-length": String(data.length - offset),
-    },
-  });
-  const ended = new Promise<void>((resolve) => {
-    req.on("error", () => resolve());
-    req.on("response", () => resolve());
-  });
-  req.write(data.subarray(offset, offset + sent));
-  return { ended };
-}
-
 /** The upload's offset as the server answers HEAD (which also stops a PATCH in flight). */
 async function offsetOf(url: string): Promise<number> {
-  const head = await fetch(url, { method: "HEAD", headers: TUS });
-  expect(head.status).toBe(200);
-  return Number(head.headers.get("upload-offset"));
+  for (;;) {
+    const head = await fetch(url, { method: "HEAD", headers: TUS });
+    // The killed process's upload lease lives on for a few seconds: a tus client waits and asks again.
+    if (head.status === 423) {
+      await new Promise((resolve) => setTimeout(resolve, Number(head.headers.get("retry-after")) * 1000));
+      continue;
+    }
+    expect(head.status).toBe(200);
+    return Number(head.headers.get("upload-offset"));
+  }
 }
 
 describe.each(["filesystem", "s3"] as const)(

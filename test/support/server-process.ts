@@ -98,3 +98,15 @@ export function runCli(args: string[], env: Record<string, string>) {
     timeout: 120_000,
   });
 }
+
+/** One JSON request to `base` with a bearer token; answers the parsed body, throws on a status of 300 or more. */
+export async function callJson(base: string, method: string, path: string, key: string, body?: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return JSON.parse(text);
+}

@@ -16,8 +16,8 @@ const WAIT_MS = 10_000;
  * PATCHes racing therefore never both append: the second one sees the offset the first one
  * committed, and answers 409 unless the client sent exactly that.
  *
- * Instances that share a bucket do not see each other's locks (docs/resumable.md): a client's
- * requests for one upload must reach one instance, as sticky routing by URL path gives.
+ * Instances that share a bucket do not see each other's locks: across them the upload's lease in
+ * the database keeps one writer (src/blobs/resumable/leases.ts), taken once this lock is held.
  */
 export class UploadLocks {
   private readonly held = new Map<string, Holder>();

@@ -88,8 +88,11 @@ export class UploadTerminatedError extends Error {
   }
 }
 
+/** The wait a 423 names: a holder asked to stop lets go within about a lease renewal and a commit. */
+export const LOCKED_RETRY_AFTER_SECONDS = 2;
+
 export class UploadLockedError extends Error {
-  constructor() {
+  constructor(readonly retryAfterSeconds: number = LOCKED_RETRY_AFTER_SECONDS) {
     super("another request is writing this upload");
     this.name = "UploadLockedError";
   }

@@ -98,8 +98,14 @@ export function resumableRoutes({ service }: RouteContext, links: LocalBlobUrls)
         fileTooLarge(`the upload would be larger than the declared ${error.maxBytes} bytes`),
       );
     if (error instanceof UploadTerminatedError) throw noSuchUpload();
-    if (error instanceof UploadLockedError)
-      throw new HttpError(423, "UPLOAD_LOCKED", "another request is writing this upload: retry shortly");
+    if (error instanceof UploadLockedError) {
+      reply.header("retry-after", error.retryAfterSeconds);
+      throw new HttpError(
+        423,
+        "UPLOAD_LOCKED",
+        `another request is writing this upload: retry after ${error.retryAfterSeconds} s`,
+      );
+    }
     throw error;
   }
 

@@ -223,7 +223,7 @@ export function transferRoutes({
         requireEventStream(request.headers.accept);
         const inbox = await inboxOf(request, request.query.agent_id);
         let after = streamStart(request.headers["last-event-id"], request.query.after);
-        const stream = eventStreams.start(reply, callerCredentialId(request));
+        const stream = await eventStreams.start(reply, callerCredentialId(request));
         // Each time the read models move: the inbox's rows past the last one sent, in order.
         const sendNew = async () => {
           for (;;) {
