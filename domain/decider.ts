@@ -17,6 +17,7 @@ export type DomainErrorCode =
   | "KEY_LIMIT_REACHED"
   | "NOT_FOUND"
   | "QUOTA_EXCEEDED"
+  | "REQUEST_CLOSED"
   | "SELF_CONNECTION"
   | "STORAGE_FULL"
   | "TRANSFER_PENDING"

@@ -11,6 +11,7 @@ import { historyOperations } from "./history.js";
 import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
+import { requestOperations } from "./requests.js";
 import { resumableOperations } from "./resumable.js";
 import { transferOperations } from "./transfers.js";
 import { webhookOperations } from "./webhooks.js";
@@ -32,6 +33,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...apiKeyOperations,
   ...connectionOperations,
   ...transferOperations,
+  ...requestOperations,
   ...resumableOperations,
   ...historyOperations,
   ...broadcastOperations,

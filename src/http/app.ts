@@ -29,6 +29,7 @@ import { healthRoutes } from "./routes/health.js";
 import { historyRoutes } from "./routes/history.js";
 import { humanRoutes } from "./routes/humans.js";
 import { profileRoutes } from "./routes/profile.js";
+import { requestRoutes } from "./routes/requests.js";
 import { resumableRoutes } from "./routes/resumable.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -119,6 +120,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(profileRoutes(context));
   await app.register(broadcastRoutes(context));
   await app.register(transferRoutes(context));
+  await app.register(requestRoutes(context));
   await app.register(historyRoutes(context));
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   await app.register(resumableRoutes(context, service.uploadLinks));

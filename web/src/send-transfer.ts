@@ -24,7 +24,8 @@ export interface Transfer {
   id: string;
   status: string;
   mode: string;
-  sender: string;
+  /** An object for a transfer through a request link (decisions 10.3): what its sender typed. */
+  sender: string | { kind: "link"; name: string | null; email: string | null; verified: false };
   recipient: string;
   files: { name: string; size: number; type: string }[];
   total_size: number;

@@ -1,5 +1,5 @@
 /** @handoff/sdk: the client side of Handoff. */
-export { HandoffClient, type HandoffClientOptions } from "./client.js";
+export { HandoffClient, type HandoffClientOptions, type RequestOptions } from "./client.js";
 export * from "./crypto/index.js";
 export {
   HandoffApiError,
@@ -15,6 +15,7 @@ export type { ListenOptions } from "./listen.js";
 export { nodeAesGcm } from "./node-aes-gcm.js";
 export { defaultPinsPath } from "./pins.js";
 export type { ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
+export { parseRequestLink, type RequestSendOptions } from "./request-send.js";
 export { MAX_STALLED_ATTEMPTS, RESUMABLE_FROM } from "./resumable.js";
 export {
   PRESIGNED_THRESHOLD,
@@ -23,6 +24,7 @@ export {
   type SendState,
   type SendStateFile,
 } from "./send.js";
+export { senderLabel, sendingAgent } from "./sender.js";
 export {
   createFileScan,
   DEFAULT_SHIELD_LEVEL,

@@ -39,6 +39,9 @@ function streamStart(lastEventId: string | string[] | undefined, after: string |
   return after ? decodeCursor(after, "after") : null;
 }
 
+/** The columns of a transfer that may hold a person's sealed data (decisions 6.5, 10.3). */
+const PERSONAL_COLUMNS: (keyof TransferView)[] = ["sender", "sender_email", "recipient"];
+
 export function transferRoutes({
   service,
   settle,
@@ -51,12 +54,12 @@ export function transferRoutes({
 
   /** Transfers as shown: a person's sealed address opened, or "[erased]" (decisions 6.5). */
   async function present(views: TransferView[], now: Date) {
-    const shown = await revealRows(deps.people, views, ["sender", "recipient"]);
+    const shown = await revealRows(deps.people, views, PERSONAL_COLUMNS);
     return shown.map((view) => presentTransfer(view, base, now));
   }
 
   async function presentOne(view: TransferView, now: Date) {
-    return presentTransfer(await revealRow(deps.people, view, ["sender", "recipient"]), base, now);
+    return presentTransfer(await revealRow(deps.people, view, PERSONAL_COLUMNS), base, now);
   }
 
   /** Who asks: the caller's account and, with X-Service-Agent, the agent acting for it. */

@@ -1,4 +1,5 @@
 import { plainSizeOf, unwrapContentKey } from "@handoff/sdk/crypto";
+import { senderLabel } from "@handoff/sdk/sender";
 import { api, messageOf } from "../api.js";
 import { h, replace, showStatus, statusLine } from "../dom.js";
 import { savedName } from "../file-tree.js";
@@ -177,7 +178,7 @@ function transferItem(transfer: Transfer, pair: KeyPair | null, redraw: () => vo
   };
   const several = transfer.files.length > 1;
   return transferCard(transfer, {
-    party: transfer.sender,
+    party: senderLabel(transfer),
     meta,
     fileActions: several
       ? (index) => downloadButton("Download", `Download ${transfer.files[index]?.name}`, [index], "secondary")
