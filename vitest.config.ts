@@ -10,8 +10,8 @@ export default defineConfig({
         replacement: fileURLToPath(new URL("./packages/sdk/src/index.ts", import.meta.url)),
       },
       {
-        find: /^@handoff\/sdk\/crypto$/,
-        replacement: fileURLToPath(new URL("./packages/sdk/src/crypto/index.ts", import.meta.url)),
+        find: /^@handoff\/sdk\/(crypto|transparency)$/,
+        replacement: fileURLToPath(new URL("./packages/sdk/src/$1/index.ts", import.meta.url)),
       },
       {
         find: /^@handoff\/sdk\/(file-names|upload-rules)$/,

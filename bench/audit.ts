@@ -17,15 +17,13 @@
  *
  * Environment: BENCH_AUDIT_EVENTS (100000), BENCH_RUNS (3: best of), BENCH_POSTGRES_URL.
  */
-import { randomBytes, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { Knex } from "knex";
-import { METADATA_VERSION } from "../domain/recorded-event.js";
 import { projections } from "../projections/index.js";
 import { openDatabase } from "../src/db/database.js";
-import { ANY, type EventToAppend, NO_STREAM, type StreamAppend } from "../src/eventstore/port.js";
 import { PostgresEventStore } from "../src/eventstore/postgres.js";
 import { ProjectionEngine } from "../src/read-models/engine.js";
+import { seedTransfers } from "./seed-events.js";
 import {
   benchDatabase,
   createAccount,
@@ -43,8 +41,6 @@ import {
 const EVENTS = Number(process.env.BENCH_AUDIT_EVENTS ?? 100_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const PAGE = 1000;
-/** Transfers appended per transaction while seeding. */
-const SEED_BATCH = 500;
 const TARGET_AUDIT = 5_000;
 const TARGET_REBUILD = 20_000;
 const TIME_LIMIT_MS = 9 * 60 * 1000;
@@ -53,83 +49,6 @@ interface Seeded {
   accountId: string;
   apiKey: string;
   events: number;
-}
-
-const metadata = (accountId: string, at: string) => ({
-  schemaVersion: METADATA_VERSION,
-  occurredAt: at,
-  actorKind: "api_key" as const,
-  accountId,
-  keyId: null,
-  agentId: null,
-  requestId: null,
-});
-
-const event = (
-  type: string,
-  data: Record<string, unknown>,
-  accountId: string,
-  at: string,
-): EventToAppend => ({
-  eventId: randomUUID(),
-  type,
-  data,
-  metadata: metadata(accountId, at),
-});
-
-/** One transfer's life on the account: created, counted, downloaded once, downloaded out. */
-function transferLife(accountId: string, sender: string, recipient: string, at: string): StreamAppend[] {
-  const transferId = `tr_${randomBytes(18).toString("base64url").replace(/[-_]/g, "").slice(0, 24).padEnd(24, "x")}`;
-  const files = [
-    { fileId: randomUUID(), name: "bench.txt", size: 1024, type: "text/plain", encryptionIv: null },
-  ];
-  const created = {
-    transferId,
-    status: "active",
-    pendingReason: null,
-    atRest: null,
-    mode: "agent-to-agent",
-    sender: "bench-sender",
-    senderPersonId: null,
-    senderAccountId: accountId,
-    senderAgentId: sender,
-    recipient: "bench-recipient",
-    recipientPersonId: null,
-    recipientAccountId: accountId,
-    recipientAgentId: recipient,
-    maxDownloads: 1,
-    autoDelete: false,
-    isEncrypted: false,
-    message: null,
-    metadata: {},
-    expiresAt: "2099-01-01T00:00:00.000Z",
-    files,
-    encryption: {
-      encryptedKey: null,
-      algorithm: null,
-      senderSignature: null,
-      recipientKeyVersion: null,
-      senderPublicKey: null,
-      recipientPublicKey: null,
-    },
-    createdAt: at,
-  };
-  return [
-    {
-      streamId: `transfer-${transferId}`,
-      expected: NO_STREAM,
-      events: [
-        event("TransferCreated", created, accountId, at),
-        event("DownloadRecorded", { downloads: 1, downloaderAgentId: recipient, at }, accountId, at),
-        event("TransferDownloaded", { at, purgeAfter: null }, accountId, at),
-      ],
-    },
-    {
-      streamId: `usage-${accountId}`,
-      expected: ANY,
-      events: [event("TransferCounted", { transferId, period: at.slice(0, 7), bytes: 1024 }, accountId, at)],
-    },
-  ];
 }
 
 async function seed(server: ServerChild, db: Knex): Promise<Seeded> {
@@ -142,20 +61,11 @@ async function seed(server: ServerChild, db: Knex): Promise<Seeded> {
     { headers: { authorization: `Bearer ${account.apiKey}` } },
   );
   const id = (slug: string) => agents.json.agents.find((a) => a.agent_id === slug)?.id as string;
-  const store = new PostgresEventStore(db);
-  const transfers = Math.ceil(EVENTS / 4);
-  const started = Date.now();
-  for (let done = 0; done < transfers; done += SEED_BATCH) {
-    const appends: StreamAppend[] = [];
-    for (let i = done; i < Math.min(transfers, done + SEED_BATCH); i++) {
-      const at = new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString();
-      appends.push(...transferLife(account.accountId, id("bench-sender"), id("bench-recipient"), at));
-    }
-    await store.appendMany(appends);
-  }
-  console.log(
-    `  seeded ${transfers * 4} events (${transfers} transfers) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-  );
+  await seedTransfers(new PostgresEventStore(db), Math.ceil(EVENTS / 4), {
+    accountId: account.accountId,
+    sender: id("bench-sender"),
+    recipient: id("bench-recipient"),
+  });
   // The running server projects them as they land; the feed is measured once it has caught up.
   const caughtUp = Date.now();
   for (;;) {

@@ -13,7 +13,7 @@ import { mkdir, rm, stat } from "node:fs/promises";
 import http from "node:http";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { STREAM_CHUNK } from "../src/blobs/filesystem.js";
+import { STREAM_CHUNK } from "../src/blobs/byte-streams.js";
 import { answer } from "./answer.js";
 
 const dir = process.env.BASELINE_DIR;

@@ -3,7 +3,7 @@
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
  *
  *   npm run bench                      every benchmark
- *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, webhooks, stream)
+ *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, webhooks, stream, log)
  *
  * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
@@ -24,6 +24,7 @@ const BENCHMARKS: Record<string, string> = {
   python: "bench/python-client.ts",
   webhooks: "bench/webhooks.ts",
   stream: "bench/event-stream.ts",
+  log: "bench/transparency.ts",
 };
 
 const named = process.argv.slice(2);

@@ -30,6 +30,7 @@
 import http from "node:http";
 import { cpus } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import {
   benchDatabase,
   closedLoop,
@@ -106,6 +107,11 @@ interface Subject {
   prepare(load: Load, expected: number): Promise<void>;
   /** One pair of client number `client`; resolves with the durations of its three steps. */
   pair(load: Load, client: number): Promise<number[]>;
+  /**
+   * Measures something of the server while a load runs for `durationMs` (Handoff on PostgreSQL:
+   * how long its events wait for a signed checkpoint); resolves with a line of figures, or "".
+   */
+  observe?(durationMs: number): Promise<string>;
 }
 
 /** One scale-plan account with two connected agents, and keys enough for its share of a run. */
@@ -129,8 +135,49 @@ class Sender {
   }
 }
 
+/** Committed events counted this often while a load runs, each count a sample of checkpoint latency. */
+const LATENCY_SAMPLE_MS = 100;
+const CHECKPOINT_POLL_MS = 25;
+
+/**
+ * Issue 32's second target, measured from outside: every LATENCY_SAMPLE_MS the events committed so
+ * far are counted in the database, and the sample's latency is the time until GET /v1/log/checkpoint
+ * signs a tree of at least that many leaves (an upper bound for each event counted: it was committed
+ * before the count).
+ */
+async function checkpointLatency(baseUrl: string, databaseUrl: string, durationMs: number): Promise<string> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  const waiting: { at: number; events: number }[] = [];
+  const latencies: number[] = [];
+  const end = Date.now() + durationMs;
+  const signedSize = async () => {
+    const answer = await fetch(`${baseUrl}/v1/log/checkpoint`);
+    return answer.status === 200 ? Number((await answer.text()).split("\n")[1]) : 0;
+  };
+  const counting = (async () => {
+    while (Date.now() < end) {
+      const at = Date.now();
+      const { rows } = await pool.query<{ n: string }>("select count(*)::text as n from events");
+      waiting.push({ at, events: Number(rows[0]?.n) });
+      await new Promise((resolve) => setTimeout(resolve, LATENCY_SAMPLE_MS));
+    }
+  })();
+  const settleUntil = end + 5000;
+  while (Date.now() < settleUntil && (Date.now() < end || waiting.length > 0)) {
+    const size = await signedSize();
+    const now = Date.now();
+    while (waiting.length > 0 && (waiting[0]?.events ?? 0) <= size)
+      latencies.push(now - (waiting.shift()?.at ?? now));
+    await new Promise((resolve) => setTimeout(resolve, CHECKPOINT_POLL_MS));
+  }
+  await counting;
+  await pool.end();
+  if (latencies.length === 0) return "no checkpoint signed";
+  return `event → signed checkpoint p50 ${percentileOf(latencies, 50).toFixed(0)} ms, p99 ${percentileOf(latencies, 99).toFixed(0)} ms (${latencies.length} samples${waiting.length > 0 ? `, ${waiting.length} never signed` : ""})`;
+}
+
 /** Handoff's real API; each load on accounts of its own, the clients split evenly over them. */
-function handoffSubject(server: ServerChild, label: string): Subject {
+function handoffSubject(server: ServerChild, label: string, databaseUrl: string | null): Subject {
   const senders = new Map<string, Promise<Sender[]>>();
   const sendersOf = (load: Load) => {
     const name = `${load.maxDownloads}-${load.accounts}`;
@@ -148,6 +195,9 @@ function handoffSubject(server: ServerChild, label: string): Subject {
   return {
     label,
     server,
+    ...(databaseUrl
+      ? { observe: (durationMs: number) => checkpointLatency(server.baseUrl, databaseUrl, durationMs) }
+      : {}),
     async prepare(load, expected) {
       const accounts = await sendersOf(load);
       const clientsEach = Math.ceil(CLIENTS / load.accounts);
@@ -234,12 +284,16 @@ interface Figures {
   steps: number[];
   failures: string;
   serverCpuShare: number;
+  /** What the subject observed meanwhile (Subject.observe), or "". */
+  observed: string;
 }
 
 async function measure(subject: Subject, load: Load, clients: number, durationMs: number): Promise<Figures> {
   const cpuBefore = procCpuSeconds(subject.server.pid);
+  const observing = subject.observe?.(durationMs) ?? Promise.resolve("");
   const phase: LoadPhase = await closedLoop(clients, durationMs, (client) => subject.pair(load, client));
   const cpuAfter = procCpuSeconds(subject.server.pid);
+  const observed = await observing;
   const seconds = phase.elapsedMs / 1000;
   const pairs = phase.samples.map((steps) => steps.reduce((sum, ms) => sum + ms, 0));
   return {
@@ -254,12 +308,14 @@ async function measure(subject: Subject, load: Load, clients: number, durationMs
     ),
     failures: failureSummary(phase.failures),
     serverCpuShare: (cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) / seconds,
+    observed,
   };
 }
 
 const describe = (f: Figures) =>
   `${pad(f.pairsPerSecond.toFixed(1), 6)} pairs/s, p50 ${pad(f.p50.toFixed(1), 7)} ms, p99 ${pad(f.p99.toFixed(1), 7)} ms ` +
-  `(steps p50 ${f.steps.map((ms) => ms.toFixed(1)).join(" / ")} ms; server CPU ${(f.serverCpuShare * 100).toFixed(0)}%; ${f.failures})`;
+  `(steps p50 ${f.steps.map((ms) => ms.toFixed(1)).join(" / ")} ms; server CPU ${(f.serverCpuShare * 100).toFixed(0)}%; ${f.failures})` +
+  (f.observed ? `; ${f.observed}` : "");
 
 /** The run with the most pairs per second. */
 const bestOf = (runs: Figures[]) =>
@@ -326,7 +382,10 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
     const server = await startHandoff({ dataDir: join(dir, `${setup}-handoff`), nodeArgs, env });
     servers.push(server);
-    const subjects: [Subject, Subject] = [plainSubject(plain), handoffSubject(server, setup)];
+    const subjects: [Subject, Subject] = [
+      plainSubject(plain),
+      handoffSubject(server, setup, env.DATABASE_URL ?? null),
+    ];
 
     console.log(
       `\n## ${setup}: Handoff ${setup === "embedded" ? "on PGlite (the default)" : "with DATABASE_URL"}, baseline on PostgreSQL`,

@@ -18,6 +18,7 @@ export type DomainErrorCode =
   | "NOT_FOUND"
   | "QUOTA_EXCEEDED"
   | "REQUEST_CLOSED"
+  | "RECEIPT_INVALID"
   | "SELF_CONNECTION"
   | "STORAGE_FULL"
   | "TRANSFER_PENDING"

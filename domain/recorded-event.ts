@@ -45,6 +45,11 @@ export interface RecordedEvent {
   revision: number;
   type: string;
   data: Record<string, unknown>;
+  /**
+   * The data as the store holds it, present only when reading lifted it to a newer shape
+   * (src/eventstore/upcast.ts): what the transparency log hashes (decisions 9.1).
+   */
+  storedData?: Record<string, unknown>;
   metadata: EventMetadata;
   position: Position;
 }

@@ -19,6 +19,12 @@ export interface TransferFile {
   size: number;
   type: string;
   encryptionIv: string | null;
+  /**
+   * Lowercase hex SHA-256 of the bytes stored, once they all are: what a recipient's receipt must
+   * name (decisions 9.5). Absent on files stored before receipts existed, and until a presigned
+   * upload is confirmed.
+   */
+  storedSha256?: string;
 }
 
 /** Opaque client-side encryption material (decisions 3.20): stored and handed back, never used. */
@@ -111,7 +117,8 @@ export type TransferEvent =
           createdAt: string;
         };
     }
-  | { type: "TransferActivated"; data: { activatedAt: string } }
+  /** `storedSha256`: a presigned upload's stored files' hashes by file id, read back at its confirm. */
+  | { type: "TransferActivated"; data: { activatedAt: string; storedSha256?: Record<string, string> } }
   /**
    * A held transfer's content key wrapped to its person's receiving key; `fileIvs`: the new salts
    * of files rewritten from the legacy format, by file id (null when no byte was rewritten).
@@ -130,7 +137,16 @@ export type TransferEvent =
   | { type: "TransferDownloaded"; data: { at: string; purgeAfter: string | null } }
   | { type: "TransferExpired"; data: { at: string } }
   | { type: "TransferDeleted"; data: { at: string } }
-  | { type: "TransferFilesDeleted"; data: { at: string } };
+  | { type: "TransferFilesDeleted"; data: { at: string } }
+  /** Decisions 9.5: the recipient's signed receipt, as posted, after the service checked it. */
+  | { type: "ReceiptRecorded"; data: { receipt: Record<string, unknown>; signature: string; at: string } };
+
+/** What the decider checks of a receipt; the signature itself is checked by the caller, with the agent's key. */
+export interface ReceiptClaim {
+  transferId: string;
+  recipient: string;
+  files: { name: string; storedSha256: string }[];
+}
 
 /** Who asks: the account (and the agent acting, when one is named) behind a command. */
 export interface Party {
@@ -153,7 +169,23 @@ export type TransferCommand =
       now: string;
     }
   /** `uploaded`: the stored size of each file id, null when missing (looked up by the caller). */
-  | { type: "ConfirmUpload"; by: Party; uploaded: Record<string, number | null>; now: string }
+  | {
+      type: "ConfirmUpload";
+      by: Party;
+      uploaded: Record<string, number | null>;
+      /** SHA-256 (hex) of each stored file, by file id. */
+      storedSha256: Record<string, string>;
+      now: string;
+    }
+  | {
+      type: "RecordReceipt";
+      by: Party;
+      claim: ReceiptClaim;
+      /** Whether the receipt's signature verified against the recipient's current signing key. */
+      signatureValid: boolean;
+      posted: { receipt: Record<string, unknown>; signature: string };
+      now: string;
+    }
   /** `linkLifetimeMs`: how long the download links handed out stay valid; data outlives them. */
   | { type: "RecordDownload"; by: Party; linkLifetimeMs: number; now: string }
   /** Activation for a person (decisions 4.5): their receiving key is set. */
@@ -306,8 +338,12 @@ function decide(
           `not uploaded with their declared size: ${missing.map((file) => file.name).join(", ")}`,
         );
       }
-      return [{ type: "TransferActivated", data: { activatedAt: command.now } }];
+      return [
+        { type: "TransferActivated", data: { activatedAt: command.now, storedSha256: command.storedSha256 } },
+      ];
     }
+    case "RecordReceipt":
+      return decideReceipt(state, command);
     case "RecordDownload": {
       const { by } = command;
       if (!isParty(state, by.accountId)) return refuse("NOT_FOUND", "no such transfer");
@@ -371,6 +407,39 @@ function decide(
   }
 }
 
+/**
+ * Decisions 9.5: a receipt is the recipient agent's, for this transfer, after a download, signed by
+ * the agent's current key, and names for each file it lists the bytes the service stored. Another
+ * account's agent is FORBIDDEN; any other mismatch RECEIPT_INVALID, with nothing recorded.
+ */
+function decideReceipt(
+  transfer: Transfer,
+  command: Extract<TransferCommand, { type: "RecordReceipt" }>,
+): Decision<TransferEvent> {
+  const { by, claim } = command;
+  const { record } = transfer;
+  if (by.accountId !== record.recipientAccountId) {
+    return refuse("FORBIDDEN", "only the recipient agent may post a receipt for this transfer");
+  }
+  const invalid = (why: string) => refuse("RECEIPT_INVALID", why, "receipt");
+  if (!record.recipientAgentId || by.agentId !== record.recipientAgentId || claim.recipient !== by.agentId) {
+    return invalid("the receipt must be posted by, and name, the transfer's recipient agent");
+  }
+  if (claim.transferId !== record.transferId) return invalid("the receipt names another transfer");
+  if (transfer.downloads === 0) return invalid("nothing of this transfer has been downloaded yet");
+  if (!command.signatureValid)
+    return invalid("the signature does not verify with the recipient's signing key");
+  if (claim.files.length === 0) return invalid("the receipt names no file");
+  for (const file of claim.files) {
+    const stored = record.files.find((candidate) => candidate.name === file.name);
+    if (!stored) return invalid(`the transfer has no file '${file.name}'`);
+    if (!stored.storedSha256 || stored.storedSha256 !== file.storedSha256) {
+      return invalid(`stored_sha256 of '${file.name}' is not the hash of the bytes the service stored`);
+    }
+  }
+  return [{ type: "ReceiptRecorded", data: { ...command.posted, at: command.now } }];
+}
+
 function evolve(state: TransferState, event: TransferEvent): TransferState {
   if (event.type === "TransferCreated") {
     return {
@@ -383,8 +452,17 @@ function evolve(state: TransferState, event: TransferEvent): TransferState {
   }
   if (state.status === "none") return state;
   switch (event.type) {
-    case "TransferActivated":
-      return { ...state, status: "active" };
+    case "TransferActivated": {
+      const hashes = event.data.storedSha256;
+      if (!hashes) return { ...state, status: "active" };
+      const files = state.record.files.map((file) => {
+        const storedSha256 = hashes[file.fileId];
+        return storedSha256 ? { ...file, storedSha256 } : file;
+      });
+      return { ...state, status: "active", record: { ...state.record, files } };
+    }
+    case "ReceiptRecorded":
+      return state;
     case "ContentKeyWrapped":
       return { ...state, record: withWrappedKey(state.record, event.data) };
     case "HeldContentKeyDestroyed":

@@ -7,6 +7,7 @@ export const WEBHOOK_MESSAGE_TYPES = [
   "transfer.received",
   "transfer.downloaded",
   "transfer.expired",
+  "transfer.receipt",
   "broadcast.published",
   "webhook.test",
 ] as const;

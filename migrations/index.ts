@@ -10,6 +10,7 @@ import * as appendFunction from "./008_append_function.js";
 import * as history from "./009_history_and_personal_data.js";
 import * as webhooks from "./010_webhooks.js";
 import * as webhookRotations from "./011_webhook_rotations.js";
+import * as transparencyLog from "./012_transparency_log.js";
 import * as requestLinks from "./013_request_links.js";
 
 interface Migration {
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   "009_history_and_personal_data": history,
   "010_webhooks": webhooks,
   "011_webhook_rotations": webhookRotations,
+  "012_transparency_log": transparencyLog,
   "013_request_links": requestLinks,
 };
 

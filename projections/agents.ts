@@ -19,6 +19,8 @@ export interface AgentRow {
   signing_public_key: string | null;
   signing_key_algorithm: string;
   key_version: number | null;
+  /** The position of the event that set the current keys: its leaf in the log proves them (decisions 9.6). */
+  key_position: string | null;
   last_seen_at: Date | null;
   metadata: Record<string, unknown>;
   created_at: Date;
@@ -50,7 +52,7 @@ export const agentsProjection = categoryProjection<AgentEvent>({
   name: "agents",
   tables: ["agents"],
   category: "agent",
-  async apply(trx, event, id) {
+  async apply(trx, event, id, recorded) {
     switch (event.type) {
       case "AgentRegistered": {
         const { accountId, slug, name, description, webhookUrl, agentType, metadata, registeredAt } =
@@ -63,7 +65,7 @@ export const agentsProjection = categoryProjection<AgentEvent>({
           created_at: registeredAt,
           webhook_status: webhookUrl ? "active" : null,
           ...profileColumns({ name, description, webhookUrl, agentType, metadata }),
-        } satisfies Inserted<AgentRow, "public_key_algorithm" | "signing_key_algorithm">);
+        } satisfies Inserted<AgentRow, "public_key_algorithm" | "signing_key_algorithm" | "key_position">);
         return;
       }
       case "AgentConnected":
@@ -74,6 +76,7 @@ export const agentsProjection = categoryProjection<AgentEvent>({
             public_key: event.data.publicKey,
             signing_public_key: event.data.signingPublicKey,
             key_version: event.data.keyVersion,
+            key_position: recorded.position,
           } satisfies Changed<AgentRow>);
         return;
       case "AgentUpdated": {

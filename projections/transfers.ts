@@ -201,6 +201,8 @@ async function applyTransfers(trx: Knex.Transaction, events: RecordedEvent[]): P
       await flush();
       return trx("transfers").where({ id }).first("files", "encryption");
     });
+    // An event that changes no column (a receipt, a destroyed held key) writes nothing.
+    if (Object.keys(change).length === 0) continue;
     if (pending) Object.assign(pending, change);
     else changed.set(id, { ...changed.get(id), ...change });
   }

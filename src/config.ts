@@ -43,6 +43,11 @@ const schema = z.object({
   MAIL_FROM: z.string().min(3).optional(),
   REDIS_URL: url(["redis:", "rediss:"]).optional(),
   SERVER_KEY: serverKey.optional(),
+  LOG_KEY: serverKey.optional(),
+  LOG_ORIGIN: z
+    .string()
+    .regex(/^[^\s+]+$/, "must have no spaces and no '+' (a signed note's key name)")
+    .optional(),
   ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   MIN_FREE_DISK_MB: z.coerce.number().min(0).default(100),
@@ -72,6 +77,10 @@ export interface Config {
     createBucket: boolean;
   } | null;
   serverKey: Buffer | null;
+  /** The transparency log's Ed25519 seed (decisions 9.2); null: generated once into DATA_DIR. */
+  logKey: Buffer | null;
+  /** The name the log signs its checkpoints under: LOG_ORIGIN, default PUBLIC_BASE_URL's host + "/handoff". */
+  logOrigin: string;
   adminToken: string | null;
   /** Bearer token GET /metrics requires; null leaves it open (docs/deployment.md). */
   metricsToken: string | null;
@@ -96,10 +105,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     throw new ConfigError(`invalid configuration: ${variable} ${issue?.message ?? "is invalid"}`);
   }
   const c = parsed.data;
+  const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/+$/, "");
   return {
     port: c.PORT,
     host: c.HOST,
-    publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/+$/, ""),
+    publicBaseUrl,
     dataDir: c.DATA_DIR,
     databaseUrl: c.DATABASE_URL ?? null,
     eventStoreUrl: c.EVENTSTORE_URL ?? null,
@@ -117,6 +127,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
         }
       : null,
     serverKey: c.SERVER_KEY ?? null,
+    logKey: c.LOG_KEY ?? null,
+    logOrigin: c.LOG_ORIGIN ?? `${new URL(publicBaseUrl).host}/handoff`,
     adminToken: c.ADMIN_TOKEN ?? null,
     metricsToken: c.METRICS_TOKEN ?? null,
     minFreeDiskBytes: Math.round(c.MIN_FREE_DISK_MB * 1024 * 1024),

@@ -218,6 +218,32 @@ export async function projectionsRebuild(names: string[]): Promise<void> {
 }
 
 /**
+ * `handoff log check` (decisions 9.4): recomputes every leaf from the events as stored and compares
+ * them with the tree and its signed checkpoints. Prints the result as JSON; exits 5 when the past
+ * was rewritten, naming the first leaf that differs. Progress (events/s) on a terminal.
+ */
+export async function logCheck(): Promise<void> {
+  const service = await openService(loadConfig(process.env), { runProjections: false });
+  try {
+    const started = Date.now();
+    const result = await service.transparency.check(({ leaves, of }) => {
+      if (!process.stderr.isTTY) return;
+      const rate = leaves / Math.max(0.001, (Date.now() - started) / 1000);
+      const left = (of - leaves) / Math.max(1, rate);
+      process.stderr.write(
+        `\r${leaves} of ${of} leaves, ${Math.round(rate)} events/s, ${left.toFixed(0)} s left`,
+      );
+    });
+    const seconds = (Date.now() - started) / 1000;
+    if (process.stderr.isTTY) process.stderr.write("\n");
+    console.log(JSON.stringify({ ...result, seconds: Number(seconds.toFixed(3)) }));
+    if (!result.ok) process.exitCode = 5;
+  } finally {
+    await service.close();
+  }
+}
+
+/**
  * `handoff replay --until POSITION` (decisions 6.6): the read models as they were once the log
  * reached POSITION, built into a scratch schema of DATABASE_URL's database (PostgreSQL) or a scratch
  * data directory beside DATA_DIR's (embedded; stop the server first, PGlite is single-process),

@@ -55,6 +55,16 @@ export function addServerCommands(program: Command): void {
     .action(async (options) => (await serverCli()).replay(options));
 
   program
+    .command("log")
+    .description("the transparency log (decisions 9)")
+    .command("check")
+    .description(
+      "recompute the log's Merkle tree from the stored events and compare it with every signed checkpoint",
+    )
+    .addHelpText("after", ENVIRONMENT)
+    .action(async () => (await serverCli()).logCheck());
+
+  program
     .command("outbox")
     .description("the e-mail the server wrote to DATA_DIR/outbox (no SMTP), with its links decoded")
     .option("--to <ADDRESS>", "only e-mail to this address")

@@ -33,10 +33,11 @@ import { ProjectionEngine } from "./read-models/engine.js";
 import { HotLookups } from "./read-models/hot-rows.js";
 import { HeldContentKeys } from "./security/at-rest.js";
 import { HumanTokens } from "./security/human-tokens.js";
-import { loadServerKey } from "./security/server-key.js";
+import { loadLogKey, loadServerKey } from "./security/server-key.js";
 import { UrlTokens } from "./security/url-tokens.js";
 import type { Resolver, WebhookPolicy } from "./security/webhook-addresses.js";
 import { WebhookSecrets } from "./security/webhook-secrets.js";
+import { TransparencyLog } from "./transparency/log.js";
 
 /** Everything a running Handoff holds, wired from the configuration: the composition root. */
 export interface Service {
@@ -67,6 +68,8 @@ export interface Service {
   webhookDeps: WebhookDeps;
   /** Sends the webhook messages; `wake` makes it look at the queue at once. */
   webhooks: WebhookDispatcher;
+  /** The Merkle tree of every event, its signed checkpoints and proofs (decisions 9). */
+  transparency: TransparencyLog;
   close(): Promise<void>;
 }
 
@@ -265,8 +268,16 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     (error) => console.error("making a rotated webhook secret current failed:", error),
     { types: ROTATION_EVENTS },
   );
+  const transparency = new TransparencyLog(
+    store,
+    db,
+    config.logOrigin,
+    loadLogKey(config.logKey, config.dataDir),
+    (error) => console.error("transparency log:", error),
+  );
   if (options.runProjections ?? true) {
     await engine.start();
+    await transparency.start();
     housekeeper.start();
     await peopleMail.start();
     await webhookReactor.start();
@@ -293,7 +304,9 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     tokens,
     webhookDeps,
     webhooks,
+    transparency,
     async close() {
+      await transparency.stop();
       await webhooks.stop();
       await webhookReactor.stop();
       await rotationsReactor.stop();

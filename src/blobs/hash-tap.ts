@@ -1,6 +1,6 @@
 import type { Hash } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
-import { STREAM_CHUNK } from "./filesystem.js";
+import { STREAM_CHUNK } from "./byte-streams.js";
 
 /** Passes bytes on unchanged while feeding them to a hash (an upload's fingerprint, a tus checksum). */
 export class HashTap extends Transform {

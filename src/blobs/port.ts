@@ -1,6 +1,9 @@
 import type { Readable } from "node:stream";
 import type { ResumableUploads } from "./resumable/uploads.js";
 
+/** What a store may throw is part of its port; the classes live in a leaf module so resumable/ can throw them without a circle. */
+export { BlobNotFoundError, BlobTooLargeError } from "./errors.js";
+
 /** Where file data lives: the local filesystem (embedded default) or S3. Contract: test/contract/blob-store.contract.ts. */
 export interface BlobStore {
   /**
@@ -107,18 +110,4 @@ export interface PresignedRequest {
   headers: Record<string, string>;
   /** This service's tus upload URL for the same blob: `url` itself without S3. */
   resumableUrl: string;
-}
-
-export class BlobTooLargeError extends Error {
-  constructor(readonly maxBytes: number) {
-    super(`more than ${maxBytes} bytes`);
-    this.name = "BlobTooLargeError";
-  }
-}
-
-export class BlobNotFoundError extends Error {
-  constructor(readonly key: string) {
-    super(`no blob ${key}`);
-    this.name = "BlobNotFoundError";
-  }
 }

@@ -14,8 +14,8 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { ByteCounter, checkRange } from "./byte-streams.js";
 import { attachment } from "./content-disposition.js";
-import { ByteCounter, checkRange } from "./filesystem.js";
 import type { LocalBlobUrls } from "./local-urls.js";
 import {
   BlobNotFoundError,

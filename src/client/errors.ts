@@ -1,4 +1,4 @@
-import { HandoffApiError, HandoffCryptoError, HandoffError } from "@handoff/sdk";
+import { HandoffApiError, HandoffCryptoError, HandoffCustodyError, HandoffError } from "@handoff/sdk";
 import { errorLine } from "../cli-errors.js";
 import { DEFAULT_HANDOFF_URL } from "./environment.js";
 
@@ -39,4 +39,11 @@ export function describeError(error: unknown): string {
     return errorLine(new Error(`${error.message} (${error.code})${hint ? `; ${hint}` : ""}`));
   }
   return errorLine(error);
+}
+
+/** Decisions 9.6: a custody failure (the log does not back a key, or forked) exits 5; anything else 1. */
+export const EXIT_CUSTODY = 5;
+
+export function exitCodeOf(error: unknown): number {
+  return error instanceof HandoffCustodyError ? EXIT_CUSTODY : 1;
 }

@@ -14,16 +14,22 @@ async function exitWith(code: number): Promise<never> {
   process.exit(code);
 }
 
-/** Runs a command; a failure other than a usage error is one stderr line and exit code 1. */
+/**
+ * Runs a command; a failure other than a usage error is one stderr line and exit code 1, or 5 when
+ * verifiable custody failed (decisions 9.6: a key the log does not back, a forked log).
+ */
 async function runReportingFailure(load: () => Promise<ClientCommand>, command: Command): Promise<void> {
   let code: number;
   try {
     code = await (await load())(command.opts(), command.args);
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    const [{ describeError }, { warn }] = await Promise.all([import("./errors.js"), import("./output.js")]);
+    const [{ describeError, exitCodeOf }, { warn }] = await Promise.all([
+      import("./errors.js"),
+      import("./output.js"),
+    ]);
     warn(describeError(error));
-    code = 1;
+    code = exitCodeOf(error);
   }
   await exitWith(code);
 }
@@ -92,6 +98,7 @@ export function addClientCommands(program: Command): void {
     .option("--out <DIR>", "where the files go (default .)")
     .option("--shield <LEVEL>", `how strictly to scan: ${SHIELD_LEVELS}`)
     .option("--accept-rotation", "take the sender's changed keys instead of refusing them")
+    .option("--no-receipt", "post no signed receipt of what was received (decisions 9.5)")
     .addHelpText("after", ENVIRONMENT)
     .action(runs(async () => (await import("./commands/receive.js")).receive));
 
@@ -234,6 +241,27 @@ export function addClientCommands(program: Command): void {
     .argument("<ID>", "the transfer (tr_…)")
     .addOption(yes())
     .action(runs(async () => (await import("./commands/transfers.js")).transfersDelete));
+
+  const log =
+    program.commands.find((command) => command.name() === "log") ??
+    program.command("log").description("the transparency log (decisions 9)");
+  log
+    .command("verify")
+    .description(
+      "check an audit export offline: the checkpoint, every proof, receipts, no gaps; exit 5 if not",
+    )
+    .usage("FILE [--vkey VKEY]")
+    .argument("<FILE>", "the NDJSON of GET /v1/audit/export")
+    .option("--vkey <VKEY>", "the log's verifier key (default: the one pinned beside --identity)")
+    .option("--identity <FILE>", "an identity whose pinned log key to use")
+    .action(runs(async () => (await import("./commands/log.js")).logVerify));
+  log
+    .command("witness")
+    .description("fetch the newest checkpoint, check it extends the one kept in DIR, keep it; exit 5 if not")
+    .usage("--state DIR")
+    .option("--state <DIR>", "where the witness keeps the log key and the newest checkpoint")
+    .addHelpText("after", ENVIRONMENT)
+    .action(runs(async () => (await import("./commands/log.js")).logWitness));
 
   const keys = program.command("keys").description("the account's API keys");
   keys

@@ -1,5 +1,6 @@
 import { parseShieldLevel, type ShieldLevel } from "@handoff/sdk";
 import { UsageError } from "../cli-errors.js";
+import { EXPIRES_IN_SECONDS, type ExpiresIn } from "../contract/transfers.js";
 
 export function required<T>(value: T | undefined, flag: string): T {
   if (value === undefined || value === "") throw new UsageError(`${flag} is required`);
@@ -13,6 +14,14 @@ export function integerOption(text: string | undefined, flag: string, min: numbe
   if (!/^\d+$/.test(text) || value < min || value > max)
     throw new UsageError(`${flag} must be a whole number from ${min} to ${max}`);
   return value;
+}
+
+/** One of the contract's lifetimes (`24h`, `7d`, …), refused before anything is sent; undefined when not given. */
+export function expiresInOption(text: string | undefined): ExpiresIn | undefined {
+  if (text === undefined) return undefined;
+  if (!Object.hasOwn(EXPIRES_IN_SECONDS, text))
+    throw new UsageError(`--expires-in must be one of ${Object.keys(EXPIRES_IN_SECONDS).join(", ")}`);
+  return text as ExpiresIn;
 }
 
 /** Decisions 5.6: an unknown level is refused before anything is downloaded. */

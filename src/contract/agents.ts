@@ -11,6 +11,7 @@ import {
   timestamp,
   webhookUrlSchema,
 } from "./common.js";
+import { KeyProof } from "./log.js";
 import { operation } from "./operation.js";
 import { webhookSecret, webhookStatus } from "./webhooks.js";
 
@@ -35,11 +36,12 @@ export const Agent = named(
     signing_public_key: z.string().nullable(),
     signing_key_algorithm: z.literal("Ed25519"),
     key_version: z.number().int().optional(),
+    key_proof: KeyProof.nullable(),
     last_seen_at: timestamp.nullable(),
     metadata: z.record(z.string(), z.unknown()),
     created_at: timestamp,
   }),
-  { description: "An agent with its public keys (spec 2.1)" },
+  { description: "An agent with its public keys (spec 2.1) and the log's proof of them (decisions 9.6)" },
 );
 export type Agent = z.infer<typeof Agent>;
 
@@ -50,6 +52,7 @@ export const AgentListItem = named(
     public_key_algorithm: true,
     signing_public_key: true,
     signing_key_algorithm: true,
+    key_proof: true,
   }),
   { description: "An agent as listed: without its keys" },
 );

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { list, named } from "./common.js";
+import { KeyProof } from "./log.js";
 import { operation } from "./operation.js";
 
 export const SendableAgent = named(
@@ -39,6 +40,9 @@ export const ResolvedAgent = named(
       .nullable()
       .describe("Base64 Ed25519 key that verifies the agent's signatures"),
     connection_status: z.enum(["pending", "connected"]),
+    key_proof: KeyProof.nullable().describe(
+      "An agent's: the log's proof of these keys (decisions 9.6); null for a person",
+    ),
   }),
   { description: "The keys to encrypt for an agent or a person (spec 4.7)" },
 );

@@ -8,9 +8,11 @@ import { connectionOperations } from "./connections.js";
 import { directoryOperations } from "./directory.js";
 import { healthOperations } from "./health.js";
 import { historyOperations } from "./history.js";
+import { logOperations } from "./log.js";
 import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
+import { receiptOperations } from "./receipts.js";
 import { requestOperations } from "./requests.js";
 import { resumableOperations } from "./resumable.js";
 import { transferOperations } from "./transfers.js";
@@ -34,8 +36,10 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...connectionOperations,
   ...transferOperations,
   ...requestOperations,
+  ...receiptOperations,
   ...resumableOperations,
   ...historyOperations,
+  ...logOperations,
   ...broadcastOperations,
   ...adminOperations,
 ];

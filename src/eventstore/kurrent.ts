@@ -35,7 +35,7 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from "./port.js";
-import { upcastData } from "./upcast.js";
+import { readData } from "./upcast.js";
 
 const DIGITS = 20;
 
@@ -108,7 +108,7 @@ function toRecorded(event: StoredEvent, position: Position): RecordedEvent {
     streamId: event.streamId,
     revision: Number(event.revision),
     type: event.type,
-    data: upcastData(event.type, asObject(event.data, `data of ${what}`)),
+    ...readData(event.type, asObject(event.data, `data of ${what}`)),
     metadata: toMetadata(event.type, event.metadata, `metadata of ${what}`),
     position,
   };

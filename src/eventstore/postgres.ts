@@ -20,7 +20,7 @@ import {
   type Subscription,
   WrongExpectedVersionError,
 } from "./port.js";
-import { upcastData } from "./upcast.js";
+import { readData } from "./upcast.js";
 
 const DIGITS = 20;
 
@@ -53,7 +53,7 @@ function toRecorded(row: EventRow): RecordedEvent {
     streamId: row.stream_id,
     revision: Number(row.revision),
     type: row.type,
-    data: upcastData(row.type, row.data),
+    ...readData(row.type, row.data),
     metadata: upcastMetadata(row.type, row.metadata),
     position: encodePosition(row.transaction_text, row.global_position),
   };

@@ -28,7 +28,9 @@ import { fileRoutes } from "./routes/files.js";
 import { healthRoutes } from "./routes/health.js";
 import { historyRoutes } from "./routes/history.js";
 import { humanRoutes } from "./routes/humans.js";
+import { logRoutes } from "./routes/log.js";
 import { profileRoutes } from "./routes/profile.js";
+import { receiptRoutes } from "./routes/receipts.js";
 import { requestRoutes } from "./routes/requests.js";
 import { resumableRoutes } from "./routes/resumable.js";
 import { transferRoutes } from "./routes/transfers.js";
@@ -122,6 +124,8 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(transferRoutes(context));
   await app.register(requestRoutes(context));
   await app.register(historyRoutes(context));
+  await app.register(logRoutes(context));
+  await app.register(receiptRoutes(context));
   if (service.localBlobUrls) await app.register(fileRoutes(context, service.localBlobUrls));
   await app.register(resumableRoutes(context, service.uploadLinks));
   if (service.config.adminToken) await app.register(adminRoutes(context));

@@ -58,6 +58,7 @@ const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> 
   FILE_TOO_LARGE: { status: 413 },
   FORBIDDEN: { status: 403 },
   GONE: { status: 410 },
+  RECEIPT_INVALID: { status: 400 },
   INVALID: { status: 400, code: "VALIDATION_ERROR" },
   INVALID_TOKEN: { status: 400 },
   INVITE_PENDING: { status: 409 },

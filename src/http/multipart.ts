@@ -27,8 +27,18 @@ export async function acceptMultipart(scope: FastifyInstance): Promise<void> {
 }
 
 /**
- * Errors of the multipart parser are the client's: a malformed or over-limit body. Any other error
- * goes on as it is.
+ * What the parser (busboy, and its Dicer) says of a body that is malformed or ends before its
+ * closing boundary. The same break reaches the handler two ways: thrown by the parts iterator
+ * ("Unexpected end of multipart data"), or emitted on the file stream a blob store is reading,
+ * whole (a small file) or piped (a large one) ("Part terminated early due to unexpected end of
+ * multipart data"); which one comes first depends on how the bytes were split on the wire.
+ */
+const PARSER_MESSAGE = /[Uu]nexpected end of (form|multipart data)|^Malformed|^Multipart: /;
+
+/**
+ * Errors of the multipart parser are the client's: a malformed, cut or over-limit body. The one
+ * translation for every path a form's bytes take (fields, small and large files, server-side
+ * encryption); any other error goes on as it is.
  */
 export function multipartClientError(error: unknown): unknown {
   const e = error as { code?: string; statusCode?: number; message?: string };
@@ -37,8 +47,6 @@ export function multipartClientError(error: unknown): unknown {
   if (e.code === "FST_REQ_FILE_TOO_LARGE" || e.statusCode === 413) {
     return new HttpError(413, "PAYLOAD_TOO_LARGE", e.message ?? "the form is too large");
   }
-  const parser =
-    (e.code ?? "").startsWith("FST_") ||
-    /^(Unexpected end of (form|multipart data)|Malformed|Multipart: )/.test(e.message ?? "");
+  const parser = (e.code ?? "").startsWith("FST_") || PARSER_MESSAGE.test(e.message ?? "");
   return parser ? validationError(`the multipart body is invalid: ${e.message}`, "body") : error;
 }

@@ -23,8 +23,11 @@ export { presentTransfer, type TransferView, viewOf } from "../queries/transfer-
 
 const isoOrNull = (value: Date | string | null) => (value === null ? null : iso(value));
 
-/** The full Agent of spec 2.1; a pending agent has no public key or key version yet (decisions 3.21). */
-export function presentAgent(row: AgentRow): Agent {
+/**
+ * The Agent of spec 2.1 but for its key proof, which the log gives (decisions 9.6); a pending agent
+ * has no public key or key version yet (decisions 3.21).
+ */
+export function presentAgent(row: AgentRow): Omit<Agent, "key_proof"> {
   return {
     id: row.id,
     agent_id: row.agent_id,

@@ -78,3 +78,11 @@ export async function presentHistory(people: PersonalData, rows: HistoryRow[]) {
     data: data[index] ?? row.data,
   }));
 }
+
+/** Decisions 6.3: whether the event at `position` is of a stream the account owns or takes part in. */
+export async function accountSees(db: Knex, accountId: string, position: string): Promise<boolean> {
+  const row = await db("history_index")
+    .where({ subject: `account:${accountId}`, position })
+    .first("position");
+  return row !== undefined;
+}

@@ -141,3 +141,14 @@ export async function dueForPurge(
     .where("purge_after", "<=", now)
     .limit(limit);
 }
+
+/** A transfer the account sent or received (decisions 3.3: its history outlives it), else undefined. */
+export async function findPartyTransfer(
+  db: Knex,
+  id: string,
+  accountId: string,
+): Promise<TransferRow | undefined> {
+  const transfer = await findTransfer(db, id);
+  const party = transfer?.sender_account_id === accountId || transfer?.recipient_account_id === accountId;
+  return party ? transfer : undefined;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { unwritten } from "../../src/blobs/filesystem.js";
+import { unwritten } from "../../src/blobs/byte-streams.js";
 
 /** A writev may write fewer bytes than it was given: the put writes the rest, byte for byte. */
 describe("what a short writev leaves to write", () => {

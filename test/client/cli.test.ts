@@ -238,6 +238,17 @@ describe("handoff client commands against a running server", () => {
       expect(ttl).toBeGreaterThan(3000_000);
     });
 
+    it("refuses an --expires-in the contract does not offer before anything is sent", async () => {
+      const run = await handoff(
+        ["send", "--identity", alice.path, "--to", bob.slug, "--expires-in", "2h", file("never.txt", "x")],
+        env,
+      );
+      expect(run.status).toBe(1);
+      expect(run.stderr).toBe(
+        "--expires-in must be one of 1h, 12h, 24h, 7d, 14d, 30d, 90d (handoff help lists the commands)\n",
+      );
+    });
+
     it("fails on an unknown transfer with one stderr line, exit 1, and no folder made", async () => {
       const dir = outDir();
       const run = await handoff(["receive", "tr_doesnotexist", "--identity", bob.path, "--out", dir], env);

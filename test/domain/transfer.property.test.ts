@@ -124,6 +124,7 @@ function commandFor(step: Step, now: string, files: TransferFile[]): TransferCom
         type: "ConfirmUpload",
         by: SENDER,
         uploaded: uploadReport(files, step.fault, step.index),
+        storedSha256: {},
         now,
       };
     case "purge":

@@ -137,8 +137,10 @@ function download(now: string, agentId: string | null = "agent-recipient"): Tran
   return { type: "RecordDownload", by: { ...RECIPIENT, agentId }, linkLifetimeMs: LINK_LIFETIME_MS, now };
 }
 function confirm(uploaded: Record<string, number | null>, now = CONFIRMED_AT): TransferCommand {
-  return { type: "ConfirmUpload", by: SENDER, uploaded, now };
+  return { type: "ConfirmUpload", by: SENDER, uploaded, storedSha256: STORED_SHA256, now };
 }
+/** The stored files' hashes a confirm reads back (decisions 9.5). */
+const STORED_SHA256 = { "file-a": "a".repeat(64), "file-b": "b".repeat(64) };
 const allUploaded = { "file-a": 1024, "file-b": 2048 };
 
 function decide(events: TransferEvent[], command: TransferCommand): Decision<TransferEvent> {
@@ -216,13 +218,20 @@ describe("transfer decider", () => {
     it("activates a pending transfer when every file is present with its declared size", () => {
       given(transferDecider, [pending], planContext())
         .when(confirm(allUploaded))
-        .then([{ type: "TransferActivated", data: { activatedAt: CONFIRMED_AT } }]);
+        .then([
+          { type: "TransferActivated", data: { activatedAt: CONFIRMED_AT, storedSha256: STORED_SHA256 } },
+        ]);
     });
 
     it("activates up to the last moment before expiry", () => {
       given(transferDecider, [pending], planContext())
         .when(confirm(allUploaded, JUST_BEFORE_EXPIRY))
-        .then([{ type: "TransferActivated", data: { activatedAt: JUST_BEFORE_EXPIRY } }]);
+        .then([
+          {
+            type: "TransferActivated",
+            data: { activatedAt: JUST_BEFORE_EXPIRY, storedSha256: STORED_SHA256 },
+          },
+        ]);
     });
 
     it("refuses a file reported missing (null), naming that file and only that file", () => {

@@ -37,6 +37,8 @@ const FULL_AGENT_KEYS = [
   "public_key_algorithm",
   "signing_public_key",
   "signing_key_algorithm",
+  // Decisions 9.6: the log's proof of the keys (null until a checkpoint covers their leaf).
+  "key_proof",
 ].sort();
 const PATCH_RESPONSE_KEYS = [
   "agent_id",

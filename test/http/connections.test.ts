@@ -150,6 +150,9 @@ describe("account connections", () => {
       key_version: 1,
       signing_public_key: null,
       connection_status: "connected",
+      // Decisions 9.6: null until the log signs a checkpoint covering bob's keys (within about a second).
+      key_proof:
+        resolved.json().key_proof === null ? null : expect.objectContaining({ entry: expect.any(Object) }),
     });
     expect((await t.call("GET", `/v1/agents/resolve?agent_id=${bob.id}`, { key: a.apiKey })).statusCode).toBe(
       200,

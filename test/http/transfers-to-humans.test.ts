@@ -208,6 +208,7 @@ describe("agent-to-human and human-to-agent transfers", () => {
       key_version: 1,
       signing_public_key: null,
       connection_status: "connected",
+      key_proof: null,
     });
     expectError(await resolve(stranger.apiKey), 404, "NOT_FOUND");
     expectError(await resolve(stranger.apiKey, newEmail()), 404, "NOT_FOUND");

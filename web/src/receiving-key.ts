@@ -1,21 +1,7 @@
 import { fromBase64, toBase64, x25519PublicKeyOf } from "@handoff/sdk/crypto";
+import type { Kdf, ReceivingKey } from "@handoff/sdk/types";
 import { argon2id } from "hash-wasm";
 import { api } from "./api.js";
-
-/** Decisions 4.4: argon2id(password, salt, 64 MiB, 3 passes, 1 lane) → the 32-byte X25519 private key. */
-export interface Kdf {
-  algorithm: "argon2id";
-  salt: string;
-  memory_kib: number;
-  iterations: number;
-  parallelism: number;
-}
-
-export interface ReceivingKey {
-  public_key: string;
-  kdf: Kdf;
-  key_version: number;
-}
 
 const PARAMETERS = { algorithm: "argon2id", memory_kib: 65536, iterations: 3, parallelism: 1 } as const;
 const SALT_BYTES = 16;
@@ -30,6 +16,7 @@ export interface KeyPair {
 /** Lets the page paint its "working" message before argon2id holds the thread for a moment. */
 const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 
+/** Decisions 4.4: argon2id(password, salt, 64 MiB, 3 passes, 1 lane) → the 32-byte X25519 private key. */
 export async function deriveKeyPair(password: string, kdf: Kdf): Promise<KeyPair> {
   if (kdf.algorithm !== "argon2id") throw new Error(`unsupported key derivation ${kdf.algorithm}`);
   await nextFrame();

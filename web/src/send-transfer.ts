@@ -6,44 +6,28 @@ import {
   toBase64,
   wrapContentKey,
 } from "@handoff/sdk/crypto";
+import type {
+  Account,
+  ExpiresIn,
+  PresignedAnswer,
+  ResolvedAgent,
+  Transfer,
+  TransferFields,
+} from "@handoff/sdk/types";
 import { RESUMABLE_FROM } from "@handoff/sdk/upload-rules";
 import { api, errorOf } from "./api.js";
 import { formatBytes, formatDate } from "./format.js";
-import { type Account, currentSession } from "./session.js";
+import { currentSession } from "./session.js";
 import { encryptFile, type Spooled } from "./spool.js";
 import { uploadThroughTus } from "./tus-upload.js";
 import { forgetUpload, rememberUpload, sameFile, type UnfinishedUpload } from "./unfinished-uploads.js";
-
-interface Resolved {
-  agent_id: string;
-  public_key: string;
-  key_version: number;
-}
-
-export interface Transfer {
-  id: string;
-  status: string;
-  mode: string;
-  /** An object for a transfer through a request link (decisions 10.3): what its sender typed. */
-  sender: string | { kind: "link"; name: string | null; email: string | null; verified: false };
-  recipient: string;
-  files: { name: string; size: number; type: string }[];
-  total_size: number;
-  message: string | null;
-  is_encrypted: boolean;
-  created_at: string;
-  expires_at: string;
-  max_downloads: number;
-  downloads: number;
-  pending_reason?: string | null;
-}
 
 export interface SendRequest {
   from: Account;
   agent: string;
   account?: string;
   message?: string;
-  expiresIn: string;
+  expiresIn: ExpiresIn;
   files: File[];
 }
 
@@ -63,7 +47,11 @@ export async function sendToAgent(
 ): Promise<Transfer> {
   const query = new URLSearchParams({ agent_id: request.agent });
   if (request.account) query.set("account", request.account);
-  const agent = await api<Resolved>(`/v1/agents/resolve?${query}`);
+  const agent = await api<ResolvedAgent>(`/v1/agents/resolve?${query}`);
+  if (agent.public_key === null || agent.key_version === null)
+    throw new Error(
+      `${agent.agent_id} has no key to encrypt to yet (its connection is ${agent.connection_status})`,
+    );
   const contentKey = newContentKey();
   try {
     const fields: TransferFields = {
@@ -85,20 +73,6 @@ export async function sendToAgent(
   } finally {
     contentKey.fill(0);
   }
-}
-
-/** The fields of a human-to-agent transfer, the same for the multipart form and the presigned JSON. */
-interface TransferFields {
-  mode: "human-to-agent";
-  sender: string;
-  recipient: string;
-  recipient_account: string | undefined;
-  message: string | undefined;
-  expires_in: string;
-  is_encrypted: true;
-  encrypted_key: string;
-  encryption_algorithm: "AES-256-GCM";
-  recipient_key_version: number;
 }
 
 /**
@@ -133,12 +107,6 @@ async function sendMultipart(
   } finally {
     await Promise.all(spooled.map((item) => item.discard()));
   }
-}
-
-interface PresignedAnswer {
-  id: string;
-  upload_urls: { file_name: string; resumable_url: string }[];
-  expires_at: string;
 }
 
 /**

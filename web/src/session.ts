@@ -1,19 +1,4 @@
-/** The logged-in person, as POST /v1/auth/login answered (decisions 4.3). */
-export interface Account {
-  id: string;
-  email: string;
-  name: string | null;
-  plan: string;
-  kind: "human" | "agent";
-  email_verified: boolean;
-  created_at: string;
-}
-
-export interface Session {
-  token: string;
-  expires_at: string;
-  account: Account;
-}
+import type { Session } from "@handoff/sdk/types";
 
 // Per tab, gone when the tab closes: a session token is worth as much as an API key.
 const KEY = "handoff.session";

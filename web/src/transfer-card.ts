@@ -1,10 +1,10 @@
 import { plainSizeOf } from "@handoff/sdk/crypto";
+import type { Transfer } from "@handoff/sdk/types";
 import { api, messageOf } from "./api.js";
 import { confirmAction } from "./confirm.js";
 import { type Child, h, showStatus } from "./dom.js";
 import { fileTree, hasFolders, type TreeFile, type TreeFolder } from "./file-tree.js";
 import { formatBytes, formatDate } from "./format.js";
-import type { Transfer } from "./send-transfer.js";
 
 const STATUS_WORDS: Record<string, string> = {
   active: "Ready",

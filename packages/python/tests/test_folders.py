@@ -12,7 +12,7 @@ import pytest
 from conftest import Server, files_under
 
 from handoff import Client, HandoffApiError, HandoffTransferError, create_identity, save_identity
-from handoff.sending import local_files
+from handoff.local import local_files
 
 
 def test_a_folder_sends_its_regular_files_hidden_included_links_skipped(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 from conftest import PythonListener, Server, run_python, wait_until
 from test_cli import identity
 from handoff import AsyncClient, Client
+from handoff.api_types import Transfer
 from handoff.listening import ListenOptions, arrivals_flow
 
 EVENTS = "/v1/transfers/inbox/events"
@@ -43,7 +44,7 @@ def test_events_are_read_resumed_after_the_last_id_and_long_polled_when_the_stre
             return httpx.Response(404, json={"error": {"code": "NOT_FOUND", "message": "no route", "status": 404}})
         return httpx.Response(200, json={"transfers": [transfer("tr_3")], "next_cursor": "p3", "has_more": False})
 
-    def on_arrival(item: dict[str, Any]) -> Any:
+    def on_arrival(item: Transfer) -> Any:
         arrived.append(item["id"])
         return
         yield

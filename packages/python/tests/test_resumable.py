@@ -16,7 +16,8 @@ from conftest import Run, Server, run_node, run_python
 
 from handoff import Client, HandoffError, Identity, create_identity, save_identity
 from handoff.crypto import encrypt_chunks, new_content_key
-from handoff.sending import MAX_STALLED_ATTEMPTS, RESUMABLE_FROM, LocalFile, encrypted_file_chunks, outgoing
+from handoff.local import LocalFile
+from handoff.sending import MAX_STALLED_ATTEMPTS, RESUMABLE_FROM, encrypted_file_chunks, outgoing
 
 MiB = 1024 * 1024
 
@@ -81,6 +82,9 @@ def parties(server: Server) -> Parties:
     with Client(env["HANDOFF_URL"], env["HANDOFF_API_KEY"], sender) as client:
         client.register_agent(sender)
         client.register_agent(receiver)
+        # Waits (really) until the log has signed the receiver's keys (decisions 9.6): a test that
+        # stubs time.sleep below would otherwise not wait for the key proof at all.
+        client.resolve(receiver.agent_id)
     return Parties(env, sender, receiver)
 
 

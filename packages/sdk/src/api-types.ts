@@ -809,6 +809,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/transfers/{id}/receipts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A transfer's recorded receipts, for either party */
+        get: operations["listReceipts"];
+        put?: never;
+        /**
+         * The recipient agent's signed receipt of a transfer it received (X-Service-Agent picks the agent)
+         * @description Checked against the agent's current signing key, the transfer's recipient and the stored bytes' hashes: 400 RECEIPT_INVALID otherwise (403 for another account's agent), nothing recorded.
+         */
+        post: operations["postReceipt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/transfers/{id}/history": {
         parameters: {
             query?: never;
@@ -869,6 +890,108 @@ export interface paths {
         };
         /** The account's compliance report for a month (JSON, or CSV with Accept: text/csv) */
         get: operations["getComplianceReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The log's origin and public key, and its signed-note verifier key */
+        get: operations["getLogKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The newest signed checkpoint, or the one of `tree_size` exactly as it was first served */
+        get: operations["getLogCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/entries/{position}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The leaf of an event the caller's account may see (decisions 6.3) */
+        get: operations["getLogEntry"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/proof/inclusion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit path of a leaf in a signed tree: hashes only, no other account's content */
+        get: operations["getInclusionProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/log/proof/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The proof that a signed tree extends an earlier one */
+        get: operations["getConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's entries with their proofs against one checkpoint, to verify offline (decisions 9.7) */
+        get: operations["getAuditExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1050,14 +1173,14 @@ export interface components {
             email: string;
             name?: string;
             /** @default free */
-            plan: components["schemas"]["Plan"];
+            plan?: components["schemas"]["Plan"];
         };
         /**
          * @description Who caused an event (decisions 6.1)
          * @enum {string}
          */
         ActorKind: "api_key" | "session" | "connection_token" | "admin" | "system" | "signed_url";
-        /** @description An agent with its public keys (spec 2.1) */
+        /** @description An agent with its public keys (spec 2.1) and the log's proof of them (decisions 9.6) */
         Agent: {
             /** Format: uuid */
             id: string;
@@ -1079,6 +1202,7 @@ export interface components {
             /** @constant */
             signing_key_algorithm: "Ed25519";
             key_version?: number;
+            key_proof: components["schemas"]["KeyProof"] | null;
             last_seen_at: string | null;
             metadata: {
                 [key: string]: unknown;
@@ -1097,14 +1221,14 @@ export interface components {
              * @default X25519
              * @constant
              */
-            public_key_algorithm: "X25519";
+            public_key_algorithm?: "X25519";
             /** @description Base64 of the 32-byte Ed25519 signing public key */
             signing_public_key?: string;
             /**
              * @default Ed25519
              * @constant
              */
-            signing_key_algorithm: "Ed25519";
+            signing_key_algorithm?: "Ed25519";
         };
         /** @description The agents of the caller's account */
         AgentList: {
@@ -1151,14 +1275,14 @@ export interface components {
              * @default X25519
              * @constant
              */
-            public_key_algorithm: "X25519";
+            public_key_algorithm?: "X25519";
             /** @description Base64 of the 32-byte Ed25519 signing public key */
             signing_public_key?: string;
             /**
              * @default Ed25519
              * @constant
              */
-            signing_key_algorithm: "Ed25519";
+            signing_key_algorithm?: "Ed25519";
             name?: string;
             description?: string;
             /** Format: uri */
@@ -1254,7 +1378,7 @@ export interface components {
             content: string;
             severity: components["schemas"]["BroadcastSeverity"];
             /** @default [] */
-            affected_components: string[];
+            affected_components?: string[];
             /** @description agent UUIDs; default every agent that is not disconnected at publish time */
             agent_ids?: string[];
         };
@@ -1390,6 +1514,12 @@ export interface components {
             /** @description The other account's e-mail address or id */
             account: string;
         };
+        /** @description RFC 9162 2.1.4: the signed tree of `to` leaves extends the one of `from` */
+        ConsistencyProof: {
+            from: number;
+            to: number;
+            proof: string[];
+        };
         /** @description The account and its first API key */
         CreatedAccount: {
             account: components["schemas"]["Account"];
@@ -1504,6 +1634,14 @@ export interface components {
             next_cursor: string | null;
             has_more: boolean;
         };
+        /** @description RFC 9162 2.1.3: the audit path of a leaf in a signed tree */
+        InclusionProof: {
+            leaf_index: number;
+            tree_size: number;
+            /** @description base64 of a 32-byte SHA-256 hash */
+            leaf_hash: string;
+            proof: string[];
+        };
         /**
          * @description A new API key
          * @example {
@@ -1589,6 +1727,15 @@ export interface components {
             iterations: number;
             parallelism: number;
         };
+        /** @description The leaf that set the agent's current keys, proven in a signed checkpoint (decisions 9.6); null until a checkpoint covers it (within about a second of a registration) */
+        KeyProof: {
+            leaf_index: number;
+            entry: components["schemas"]["LogEntry"];
+            tree_size: number;
+            /** @description The signed note of the tree the proof is against */
+            checkpoint: string;
+            inclusion: string[];
+        };
         /** @description Someone without an account who answered a request link: what they typed, unverified */
         LinkSender: {
             /** @constant */
@@ -1600,6 +1747,17 @@ export interface components {
             /** @constant */
             verified: false;
         };
+        /** @description A leaf of the log: its bytes are this object's RFC 8785 canonical JSON (decisions 9.1) */
+        LogEntry: {
+            position: string;
+            type: string;
+            stream: string;
+            at: string;
+            /** @description As stored: personal data sealed (decisions 6.5) */
+            data: {
+                [key: string]: unknown;
+            };
+        };
         /** @description The session ended */
         LoggedOut: {
             /** @constant */
@@ -1609,6 +1767,19 @@ export interface components {
         LogIn: {
             email: string;
             password: string;
+        };
+        /** @description The key the log signs its checkpoints with (decisions 9.2) */
+        LogKey: {
+            origin: string;
+            /** @description base64 of the 32-byte Ed25519 public key */
+            public_key: string;
+            /** @description The signed-note verifier key: <origin>+<key id>+<base64(0x01 ‖ key)> */
+            vkey: string;
+        };
+        /** @description An event's place in the log, and the leaf it is */
+        LogLeaf: {
+            leaf_index: number;
+            entry: components["schemas"]["LogEntry"];
         };
         /**
          * @description How e-mail to people leaves: smtp, or outbox (kept on the server: no SMTP configured)
@@ -1682,6 +1853,12 @@ export interface components {
             /** @description null: unlimited */
             max_connections: number | null;
         };
+        /** @description A signed receipt */
+        PostedReceipt: {
+            receipt: components["schemas"]["Receipt"];
+            /** @description Ed25519 signature of the receipt's canonical JSON by the recipient agent's signing key */
+            signature: string;
+        };
         /**
          * @description A presigned transfer: upload each file to its link, then confirm
          * @example {
@@ -1740,22 +1917,22 @@ export interface components {
                 /** Format: int64 */
                 size: number;
                 /** @default application/octet-stream */
-                content_type: string;
+                content_type?: string;
                 encryption_iv?: string;
             }[];
             /** @default 24h */
-            expires_in: components["schemas"]["ExpiresIn"];
+            expires_in?: components["schemas"]["ExpiresIn"];
             /** @default 10 */
-            max_downloads: number;
+            max_downloads?: number;
             message?: string;
             /** @description Free-form JSON object, at most 16 KB as JSON */
             metadata?: {
                 [key: string]: unknown;
             };
             /** @default false */
-            is_encrypted: boolean;
+            is_encrypted?: boolean;
             /** @default false */
-            auto_delete: boolean;
+            auto_delete?: boolean;
             recipient_key_version?: number;
             /** @description The file key, sealed for the recipient (base64) */
             encrypted_key?: string;
@@ -1910,6 +2087,47 @@ export interface components {
                 message: string;
             }[];
         };
+        /** @description What the recipient received; its RFC 8785 bytes are what the agent signs */
+        Receipt: {
+            /** @constant */
+            type: "handoff.receipt/v1";
+            transfer_id: string;
+            /** @description The recipient agent's uuid */
+            recipient: string;
+            /** @description The sender's signature (decisions 5.4), or null */
+            sender_signature: string | null;
+            files: {
+                name: string;
+                size: number;
+                /** @description Of the plaintext written */
+                sha256: string;
+                /** @description Of the bytes downloaded, as stored */
+                stored_sha256: string;
+            }[];
+            /** @description Shield's level and verdict (decisions 5.6), or null when it was off */
+            shield: {
+                level: string;
+                verdict: string;
+            } | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 time (UTC)
+             */
+            received_at: string;
+        };
+        /** @description A recorded receipt, as posted */
+        ReceiptEntry: {
+            receipt: {
+                [key: string]: unknown;
+            };
+            signature: string;
+            position: string;
+            leaf_index: number | null;
+        };
+        /** @description Receipts in log order */
+        ReceiptList: {
+            receipts: components["schemas"]["ReceiptEntry"][];
+        };
         /** @description A person's receiving public key (decisions 4.4) */
         ReceivingKey: {
             public_key: string;
@@ -1920,6 +2138,12 @@ export interface components {
         ReceivingKeyChange: {
             public_key: string;
             kdf: components["schemas"]["KdfInput"];
+        };
+        /** @description Where the receipt stands in the log */
+        RecordedReceipt: {
+            position: string;
+            /** @description Its leaf in the transparency log; null if the log has not reached it yet */
+            leaf_index: number | null;
         };
         /**
          * @description A newly registered agent; two-step registrations carry their connection token
@@ -2001,7 +2225,7 @@ export interface components {
             title: string;
             message?: string;
             /** @default 10 */
-            max_files: number;
+            max_files?: number;
             /**
              * Format: int64
              * @description Bytes as uploaded (encrypted); default and ceiling: the plan's maximum file size
@@ -2010,11 +2234,11 @@ export interface components {
             /** @description Default 7d, within the plan's retention */
             expires_in?: components["schemas"]["ExpiresIn"];
             /** @default 1 */
-            max_uses: number;
+            max_uses?: number;
             /** @default false */
-            ask_sender_name: boolean;
+            ask_sender_name?: boolean;
             /** @default false */
-            ask_sender_email: boolean;
+            ask_sender_email?: boolean;
         };
         /** @description Request links */
         RequestLinkList: {
@@ -2042,7 +2266,7 @@ export interface components {
                  */
                 size: number;
                 /** @default application/octet-stream */
-                content_type: string;
+                content_type?: string;
                 /** @description base64 of the file's HOE1 salt */
                 encryption_iv: string;
             }[];
@@ -2066,6 +2290,8 @@ export interface components {
             signing_public_key: string | null;
             /** @enum {string} */
             connection_status: "pending" | "connected";
+            /** @description An agent's: the log's proof of these keys (decisions 9.6); null for a person */
+            key_proof: components["schemas"]["KeyProof"] | null;
         };
         /** @description A revoked API key: its next use answers 401 */
         RevokedApiKey: {
@@ -2276,7 +2502,7 @@ export interface components {
             auto_delete?: "0" | "1" | "true" | "false";
             max_downloads?: string;
             /** @default 24h */
-            expires_in: components["schemas"]["ExpiresIn"];
+            expires_in?: components["schemas"]["ExpiresIn"];
             recipient_key_version?: string;
             /** @description A JSON object, at most 16 KB */
             metadata?: string;
@@ -2354,7 +2580,7 @@ export interface components {
             /** @description The `webhook-id` header, the same on every attempt */
             message_id: string;
             /** @enum {string} */
-            type: "transfer.received" | "transfer.downloaded" | "transfer.expired" | "broadcast.published" | "webhook.test";
+            type: "transfer.received" | "transfer.downloaded" | "transfer.expired" | "transfer.receipt" | "broadcast.published" | "webhook.test";
             /** @enum {string} */
             status: "pending" | "delivered" | "failed";
             attempts: components["schemas"]["WebhookAttempt"][];
@@ -8641,6 +8867,257 @@ export interface operations {
             "4XX": components["responses"]["ProtocolRefusal"];
         };
     };
+    listReceipts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiptList"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    postReceipt: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters. The same key with the same request within 24 hours answers the first answer again (with Idempotent-Replayed: true); with another request, 409 IDEMPOTENCY_CONFLICT */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description The resource's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostedReceipt"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordedReceipt"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FORBIDDEN, or a limit of the plan (QUOTA_EXCEEDED, KEY_LIMIT_REACHED, EMAIL_NOT_VERIFIED) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A conflict with the current state (IDEMPOTENCY_CONFLICT when an Idempotency-Key was used with another request) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
     getTransferHistory: {
         parameters: {
             query?: never;
@@ -8936,6 +9413,427 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ComplianceReport"];
                     "text/csv": string;
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getLogKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogKey"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getLogCheckpoint: {
+        parameters: {
+            query?: {
+                /** @description A checkpoint signed before */
+                tree_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A C2SP signed note; a kept one (with `tree_size`) may be cached for good */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getLogEntry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's position, as history shows it */
+                position: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogLeaf"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getInclusionProof: {
+        parameters: {
+            query: {
+                leaf_index: number;
+                tree_size: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InclusionProof"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getConsistencyProof: {
+        parameters: {
+            query: {
+                from: number;
+                to: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsistencyProof"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getAuditExport: {
+        parameters: {
+            query?: {
+                /** @description Events at or after this time */
+                from?: string;
+                /** @description Events at or before this time */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description NDJSON: first {"checkpoint": <signed note>}, then {"leaf_index", "entry", "inclusion"} per entry in log order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */

@@ -1,5 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { toBase64 } from "./crypto/index.js";
-import { HandoffError } from "./errors.js";
+import { HandoffCustodyError, HandoffError } from "./errors.js";
 import { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import {
@@ -9,10 +10,12 @@ import {
   inboxArrivals,
 } from "./inbox-events.js";
 import { type ListenOptions, listen } from "./listen.js";
+import { defaultLogPath, LogWitness } from "./log-witness.js";
 import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
 import { type RequestSendOptions, sendToRequest } from "./request-send.js";
 import { PRESIGNED_THRESHOLD, resumeSend, type SendOptions, type SendState, send } from "./send.js";
+import { checkKeyProof, type KeyProof, type Receipt, signReceipt } from "./transparency/index.js";
 import type {
   AccountAgent,
   Agent,
@@ -49,6 +52,13 @@ import type {
 } from "./types.js";
 import { SDK_VERSION } from "./version.js";
 
+/** A checkpoint covers an agent's new keys within about a second (decisions 9.2): wait that long for one. */
+const KEY_PROOF_ATTEMPTS = 12;
+const KEY_PROOF_RETRY_MS = 250;
+
+/** A person's receiving key is resolved by their address; it is set in a session, not an agent's leaf. */
+const isPerson = (resolved: ResolvedAgent) => resolved.agent_id.includes("@");
+
 export interface HandoffClientOptions {
   /** The service, e.g. `http://127.0.0.1:8080`. */
   baseUrl: string;
@@ -57,6 +67,8 @@ export interface HandoffClientOptions {
   identity?: Identity;
   /** Where pinned keys are kept; default beside the identity file (`<name>.pins.json`), else memory. */
   pinsPath?: string;
+  /** Where the pinned log key and newest checkpoint are kept; default beside the identity file (`<name>.log.json`), else memory. */
+  logPath?: string;
   /** For JSON requests and downloads; streamed uploads go through node:http(s) (see streaming-request.ts). */
   fetch?: typeof fetch;
   userAgent?: string;
@@ -71,6 +83,9 @@ export class HandoffClient {
   private readonly transport: Transport;
   private readonly identity: Identity | null;
   private readonly pins: PinStore;
+  private readonly log: LogWitness;
+  /** This client's agent's uuid, which a receipt names; asked once. */
+  private agentUuid: Promise<string> | null = null;
   private readonly presignedThreshold: number;
 
   constructor(options: HandoffClientOptions) {
@@ -86,6 +101,10 @@ export class HandoffClient {
     this.presignedThreshold = options.presignedThreshold ?? PRESIGNED_THRESHOLD;
     const identityPath = this.identity?.path;
     this.pins = new PinStore(options.pinsPath ?? (identityPath ? defaultPinsPath(identityPath) : null));
+    this.log = new LogWitness(
+      this.transport,
+      options.logPath ?? (identityPath ? defaultLogPath(identityPath) : null),
+    );
   }
 
   private requireIdentity(operation: string): Identity {
@@ -110,25 +129,62 @@ export class HandoffClient {
   }
 
   /**
-   * An agent's public keys (spec 4.7), pinned: the first keys seen for an agent are remembered,
-   * and other keys later are refused with HandoffKeyChangedError (KEY_CHANGED) unless
-   * `acceptRotation` is set, which pins the new ones.
+   * An agent's public keys (spec 4.7), checked against the transparency log and pinned (decisions
+   * 9.6): the answer's `key_proof` must prove, in a checkpoint signed by the log key pinned at first
+   * use and consistent with every checkpoint seen before, the very keys answered; otherwise
+   * HandoffCustodyError (KEY_NOT_IN_LOG, LOG_FORKED), before anything is encrypted or verified with
+   * them. The first keys seen for an agent are remembered; other keys later are refused with
+   * HandoffKeyChangedError (KEY_CHANGED) unless `acceptRotation` is set, and even then only when the
+   * log shows their rotation (a higher key_version). A person's receiving key has no leaf of its own
+   * and is pinned only.
    */
   async resolve(
     recipient: string,
     options: { account?: string; acceptRotation?: boolean } = {},
   ): Promise<ResolvedAgent> {
-    const resolved = await this.transport.json<ResolvedAgent>({
-      method: "GET",
-      url: "/v1/agents/resolve",
-      idempotent: true,
-      query: { agent_id: recipient, account: options.account },
-    });
+    const resolved = await this.resolveProven(recipient, options.account);
+    const proven = await this.checkKeyProof(resolved);
     return this.pins.check(
       pinName(resolved.agent_id, options.account),
       resolved,
       options.acceptRotation ?? false,
+      proven,
     );
+  }
+
+  /** The resolve answer, asked again for a moment while the log has not yet signed the agent's keys. */
+  private async resolveProven(recipient: string, account: string | undefined): Promise<ResolvedAgent> {
+    for (let attempt = 0; ; attempt++) {
+      const resolved = await this.transport.json<ResolvedAgent>({
+        method: "GET",
+        url: "/v1/agents/resolve",
+        idempotent: true,
+        query: { agent_id: recipient, account },
+      });
+      const waiting = resolved.key_proof === null && resolved.public_key !== null && !isPerson(resolved);
+      if (!waiting || attempt >= KEY_PROOF_ATTEMPTS) return resolved;
+      await sleep(KEY_PROOF_RETRY_MS);
+    }
+  }
+
+  /** Whether the log backs the answered keys (true), or they are a person's (false); throws when it does not. */
+  private async checkKeyProof(resolved: ResolvedAgent): Promise<boolean> {
+    if (isPerson(resolved) || resolved.public_key === null) return false;
+    const refuse = (why: string, cause?: unknown) =>
+      new HandoffCustodyError(
+        "KEY_NOT_IN_LOG",
+        `the keys the server gave for agent '${resolved.agent_id}' are not backed by the transparency log: ${why}`,
+        { cause },
+      );
+    if (!resolved.key_proof) throw refuse("the answer carries no key_proof");
+    try {
+      checkKeyProof(resolved.key_proof as KeyProof, resolved, await this.log.logKey());
+    } catch (error) {
+      if (error instanceof HandoffError) throw error;
+      throw refuse((error as Error).message, error);
+    }
+    await this.log.observe(resolved.key_proof.checkpoint);
+    return true;
   }
 
   /** Sends files, encrypted and signed unless `plain` (see send.ts for the flow). */
@@ -178,10 +234,48 @@ export class HandoffClient {
   /** Downloads, verifies, decrypts and scans a transfer into `outDir` (see receive.ts). */
   receive(transferId: string, options: ReceiveOptions): Promise<ReceiveResult> {
     return receive(
-      { transport: this.transport, identity: this.identity, resolve: (agent, o) => this.resolve(agent, o) },
+      {
+        transport: this.transport,
+        identity: this.identity,
+        resolve: (agent, o) => this.resolve(agent, o),
+        sendReceipt: (receipt) => this.sendReceipt(receipt),
+      },
       transferId,
       options,
     );
+  }
+
+  /**
+   * Witnesses the log (decisions 9.7): fetches the newest signed checkpoint and checks it extends the
+   * newest one this client kept (a consistency proof), then keeps it. Throws LOG_FORKED otherwise.
+   */
+  async witnessLog(): Promise<{ origin: string; size: number; root: string; note: string }> {
+    const response = await this.transport.send({
+      method: "GET",
+      url: "/v1/log/checkpoint",
+      idempotent: true,
+    });
+    const note = await response.text();
+    const checkpoint = await this.log.observe(note);
+    return { origin: checkpoint.origin, size: checkpoint.size, root: toBase64(checkpoint.root), note };
+  }
+
+  /**
+   * Signs a receipt as this client's agent and posts it (decisions 9.5); `receive` does so after
+   * every receive whose signature and records verified, unless told not to.
+   */
+  async sendReceipt(
+    receipt: Omit<Receipt, "recipient">,
+  ): Promise<{ position: string; leaf_index: number | null }> {
+    const identity = this.requireIdentity("a receipt");
+    this.agentUuid ??= this.profile().then((profile) => profile.agent.id);
+    const signed: Receipt = { ...receipt, recipient: await this.agentUuid };
+    return this.transport.json({
+      method: "POST",
+      url: `/v1/transfers/${encodeURIComponent(receipt.transfer_id)}/receipts`,
+      idempotent: true,
+      json: { receipt: signed, signature: signReceipt(identity.ed25519.privateKey, signed) },
+    });
   }
 
   /**

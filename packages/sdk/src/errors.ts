@@ -14,6 +14,18 @@ export class HandoffError extends Error {
   }
 }
 
+/**
+ * Verifiable custody failed (decisions 9.6): a key the log does not back, a forked log, a log key
+ * other than the pinned one. The CLI exits 5 on it, and nothing was encrypted or verified with the
+ * keys in question.
+ */
+export class HandoffCustodyError extends HandoffError {
+  constructor(code: "KEY_NOT_IN_LOG" | "LOG_FORKED", message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = "HandoffCustodyError";
+  }
+}
+
 /** An answer of the API that is an error: its `{error: {code, message, status}}` body, typed. */
 export class HandoffApiError extends HandoffError {
   readonly status: number;

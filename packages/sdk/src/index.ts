@@ -3,6 +3,7 @@ export { HandoffClient, type HandoffClientOptions, type RequestOptions } from ".
 export * from "./crypto/index.js";
 export {
   HandoffApiError,
+  HandoffCustodyError,
   HandoffError,
   HandoffKeyChangedError,
   HandoffTransferError,
@@ -12,9 +13,10 @@ export { type ServerSentEvent, serverSentEvents } from "./event-stream.js";
 export { createIdentity, type Identity, loadIdentity, saveIdentity } from "./identity.js";
 export type { InboxArrival, InboxEventsOptions } from "./inbox-events.js";
 export type { ListenOptions } from "./listen.js";
+export { defaultLogPath, LogWitness } from "./log-witness.js";
 export { nodeAesGcm } from "./node-aes-gcm.js";
 export { defaultPinsPath } from "./pins.js";
-export type { ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
+export type { ReceiptOutcome, ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
 export { parseRequestLink, type RequestSendOptions } from "./request-send.js";
 export { MAX_STALLED_ATTEMPTS, RESUMABLE_FROM } from "./resumable.js";
 export {

@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { HandoffError, HandoffKeyChangedError, type PinnedKeys } from "./errors.js";
+import { HandoffCustodyError, HandoffError, HandoffKeyChangedError, type PinnedKeys } from "./errors.js";
 import { writePrivateFile } from "./private-file.js";
 import type { ResolvedAgent } from "./types.js";
 
@@ -28,14 +28,29 @@ export class PinStore {
 
   constructor(private readonly path: string | null) {}
 
-  /** Checks `resolved` against its pin (pinning it if new) and returns it; throws KEY_CHANGED. */
-  check(name: string, resolved: ResolvedAgent, acceptRotation: boolean): Promise<ResolvedAgent> {
-    const run = this.queue.then(() => this.checkNow(name, resolved, acceptRotation));
+  /**
+   * Checks `resolved` against its pin (pinning it if new) and returns it; throws KEY_CHANGED. Keys
+   * that changed are taken only with `acceptRotation`; for an agent whose keys the transparency log
+   * backs (`provenByLog`, decisions 9.6) only when their key_version is higher than the pinned one,
+   * i.e. a rotation is on record: the same version with other keys is refused as not in the log.
+   */
+  check(
+    name: string,
+    resolved: ResolvedAgent,
+    acceptRotation: boolean,
+    provenByLog = false,
+  ): Promise<ResolvedAgent> {
+    const run = this.queue.then(() => this.checkNow(name, resolved, acceptRotation, provenByLog));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async checkNow(name: string, resolved: ResolvedAgent, acceptRotation: boolean) {
+  private async checkNow(
+    name: string,
+    resolved: ResolvedAgent,
+    acceptRotation: boolean,
+    provenByLog: boolean,
+  ) {
     if (resolved.public_key === null || resolved.key_version === null) {
       throw new HandoffError(
         "AGENT_NOT_CONNECTED",
@@ -52,6 +67,12 @@ export class PinStore {
     const same =
       pinned?.public_key === current.public_key && pinned.signing_public_key === current.signing_public_key;
     if (pinned && !same && !acceptRotation) throw new HandoffKeyChangedError(name, pinned, current);
+    if (pinned && !same && provenByLog && !(current.key_version > pinned.key_version)) {
+      throw new HandoffCustodyError(
+        "KEY_NOT_IN_LOG",
+        `the keys of agent '${name}' changed without a rotation on record in the transparency log (key_version ${pinned.key_version} → ${current.key_version})`,
+      );
+    }
     if (!pinned || !same || pinned.key_version !== current.key_version) {
       pins[name] = current;
       await this.save(pins);

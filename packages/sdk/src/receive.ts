@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, type Hash, randomBytes } from "node:crypto";
 import { type FileHandle, link, lstat, mkdir, open, rename, rm, rmdir } from "node:fs/promises";
 import { extname, join, resolve as resolvePath } from "node:path";
 import {
@@ -24,6 +24,7 @@ import {
   ShieldLevelError,
   type ShieldResult,
 } from "./shield/index.js";
+import { RECEIPT_TYPE, type Receipt } from "./transparency/index.js";
 import type { DownloadAnswer, ResolvedAgent, Transfer } from "./types.js";
 
 export interface ReceiveOptions {
@@ -34,7 +35,16 @@ export interface ReceiveOptions {
   /** Accepts changed keys of the sender instead of refusing them (see resolve). */
   acceptRotation?: boolean;
   onProgress?: (progress: Progress) => void;
+  /**
+   * Sign and post a receipt once every file verified (decisions 9.5); default true. Its outcome is
+   * told to `onReceipt`: a refused receipt never fails the receive.
+   */
+  receipt?: boolean;
+  onReceipt?: (outcome: ReceiptOutcome) => void;
 }
+
+/** What became of a receipt: where the log keeps it, or why it was not recorded. */
+export type ReceiptOutcome = { position: string; leaf_index: number | null } | { error: unknown };
 
 export interface ReceivedFile {
   name: string;
@@ -54,6 +64,8 @@ export interface ReceiveContext {
   transport: Transport;
   identity: Identity | null;
   resolve(agent: string, options: { account?: string; acceptRotation?: boolean }): Promise<ResolvedAgent>;
+  /** Signs `receipt` as the receiving agent and posts it (decisions 9.5). */
+  sendReceipt(receipt: Omit<Receipt, "recipient">): Promise<{ position: string; leaf_index: number | null }>;
 }
 
 /**
@@ -157,7 +169,8 @@ async function writeAll(handle: FileHandle, batch: Uint8Array[]): Promise<void> 
 
 /**
  * Writes a download to a new file (never over an existing one), decrypting it on the way when
- * `decryption` is given, and hands each plaintext chunk to `observe` first. The body is iterated
+ * `decryption` is given, and hands each plaintext chunk to `observe` first; the bytes as downloaded
+ * go through `stored` (a receipt names their hash). The body is iterated
  * directly and each chunk pushed through the decryptor: no stream between them, no copy of a record.
  */
 async function writeNewFile(
@@ -165,6 +178,7 @@ async function writeNewFile(
   body: ReadableStream<Uint8Array>,
   decryption: Decryption | null,
   observe: (chunk: Uint8Array, written: number) => void,
+  stored: Hash,
 ): Promise<number> {
   const handle = await open(path, "wx", 0o600);
   const writer = new BatchWriter(handle);
@@ -179,6 +193,7 @@ async function writeNewFile(
     : null;
   try {
     for await (const chunk of body) {
+      stored.update(chunk);
       if (decryptor) await decryptor.push(chunk);
       else take(chunk);
       await writer.writeFull();
@@ -374,6 +389,17 @@ interface Pending {
   file: ReceivedFile;
 }
 
+/** A file's entry in a receipt: plaintext and downloaded bytes, each hashed as they went by. */
+type ReceiptFile = Receipt["files"][number];
+
+/** The worst of the files' verdicts, as one receipt names it; null when Shield was off. */
+function receiptShield(level: ShieldLevel, files: ReceivedFile[]): Receipt["shield"] {
+  if (level === "off") return null;
+  const order = ["clean", "unscanned", "flagged", "blocked"] as const;
+  const worst = files.reduce((w, f) => Math.max(w, order.indexOf(f.shield.verdict)), 0);
+  return { level, verdict: order[worst] ?? "clean" };
+}
+
 /**
  * The one receiving flow: fetch the download answer, verify the sender's signature over the file
  * list, unwrap the content key, then per file download → decrypt (each record authenticated) →
@@ -427,6 +453,7 @@ export async function receive(
   await mkdir(outDir, { recursive: true });
   const pending: Pending[] = [];
   const results: ReceivedFile[] = [];
+  const receiptFiles: ReceiptFile[] = [];
   const placed: string[] = [];
   const madeFolders: string[] = [];
   let temp: string | null = null;
@@ -446,14 +473,24 @@ export async function receive(
       const total = contentKey ? plainSizeOf(served.size) : served.size;
       const scan = createFileScan(level, { name, declaredType: transfer.files[index]?.type ?? null });
       let size: number;
+      const plain = createHash("sha256");
+      const stored = createHash("sha256");
       try {
-        size = await writeNewFile(temp, body, decryption, (chunk, written) => {
-          scan.observe(chunk);
-          options.onProgress?.({ file: name, bytes: written, total });
-        });
+        size = await writeNewFile(
+          temp,
+          body,
+          decryption,
+          (chunk, written) => {
+            plain.update(chunk);
+            scan.observe(chunk);
+            options.onProgress?.({ file: name, bytes: written, total });
+          },
+          stored,
+        );
       } catch (error) {
         throw named(error, transfer.id, name);
       }
+      receiptFiles.push({ name, size, sha256: plain.digest("hex"), stored_sha256: stored.digest("hex") });
       const shield = await scan.finish(temp);
       const file: ReceivedFile = { name, size, shield };
       results.push(file);
@@ -474,6 +511,18 @@ export async function receive(
     await Promise.all(leftovers.map((path) => rm(path, { force: true })));
     for (const folder of madeFolders.reverse()) await rmdir(folder).catch(() => {});
     throw error;
+  }
+  if ((options.receipt ?? true) && context.identity) {
+    const receipt = {
+      type: RECEIPT_TYPE,
+      transfer_id: transfer.id,
+      sender_signature: download.sender_signature,
+      files: receiptFiles,
+      shield: receiptShield(level, results),
+      received_at: new Date().toISOString(),
+    } as const;
+    const outcome = await context.sendReceipt(receipt).catch((error: unknown) => ({ error }));
+    options.onReceipt?.(outcome);
   }
   return { transfer_id: transfer.id, files: results };
 }

@@ -20,7 +20,15 @@ import { multipartBody } from "./multipart.js";
 import { RESUMABLE_FROM, uploadResumable } from "./resumable.js";
 import type { BodyBatches } from "./streaming-request.js";
 import { sizedFileBatches } from "./streams.js";
-import type { PresignedAnswer, ResolvedAgent, Transfer, TransferMode } from "./types.js";
+import type {
+  ExpiresIn,
+  PresignedAnswer,
+  ResolvedAgent,
+  SendMode,
+  Transfer,
+  TransferFields,
+  TransferForm,
+} from "./types.js";
 
 /** Bytes of one file moved so far (plaintext), out of its plaintext size. */
 export interface Progress {
@@ -38,8 +46,8 @@ export interface SendOptions {
   account?: string;
   message?: string;
   maxDownloads?: number;
-  /** `1h`, `12h`, `24h`, `7d`, `14d`, `30d` or `90d`. */
-  expiresIn?: string;
+  /** How long the transfer lives: `1h`, `12h`, `24h` (the default), `7d`, `14d`, `30d` or `90d`. */
+  expiresIn?: ExpiresIn;
   autoDelete?: boolean;
   /** Sends the files unencrypted (is_encrypted=false). */
   plain?: boolean;
@@ -220,13 +228,13 @@ function fileSealing(sealing: Sealing | null, index: number): FileSealing | null
   return sealing && salt ? { contentKey: sealing.contentKey, salt } : null;
 }
 
-/** The fields both upload paths share, in the API's names. */
+/** The fields both upload paths share, typed from the contract: a renamed or retyped field fails to compile here. */
 function transferFields(
   context: SendContext,
   options: SendOptions,
-  mode: TransferMode,
+  mode: SendMode,
   sealing: Sealing | null,
-) {
+): TransferFields {
   return {
     mode,
     sender: context.identity.agentId,
@@ -244,12 +252,19 @@ function transferFields(
   };
 }
 
-type Fields = ReturnType<typeof transferFields>;
-
-async function sendMultipart(transport: Transport, fields: Fields, files: Outgoing[]): Promise<Transfer> {
-  const formFields: [string, string][] = Object.entries(fields)
+/** The fields as the multipart form's text parts; a field the form does not name fails to compile here. */
+function formFieldsOf(fields: TransferFields): [keyof TransferForm, string][] {
+  return Object.entries(fields)
     .filter(([, value]) => value !== undefined)
-    .map(([name, value]) => [name, String(value)]);
+    .map(([name, value]) => [name as keyof TransferFields, String(value)]);
+}
+
+async function sendMultipart(
+  transport: Transport,
+  fields: TransferFields,
+  files: Outgoing[],
+): Promise<Transfer> {
+  const formFields: [string, string][] = formFieldsOf(fields);
   for (const file of files) if (file.encryptionIv) formFields.push(["encryption_iv", file.encryptionIv]);
   const body = multipartBody(
     formFields,
@@ -268,7 +283,7 @@ async function sendMultipart(transport: Transport, fields: Fields, files: Outgoi
 
 /** A presigned send: what it declares and sends, and who hears of it before its first byte. */
 interface PresignedSend {
-  fields: Fields;
+  fields: TransferFields;
   files: LocalFile[];
   out: Outgoing[];
   sealing: Sealing | null;
@@ -447,7 +462,7 @@ export async function filesToSend(paths: string[]): Promise<LocalFile[]> {
  * An e-mail recipient is agent-to-human: plain multipart, which the server encrypts at rest.
  */
 export async function send(context: SendContext, options: SendOptions): Promise<Transfer> {
-  const mode: TransferMode = EMAIL.test(options.to) ? "agent-to-human" : "agent-to-agent";
+  const mode: SendMode = EMAIL.test(options.to) ? "agent-to-human" : "agent-to-agent";
   const files = await filesToSend(options.paths);
   const sealing = mode === "agent-to-agent" && !options.plain ? await seal(context, options, files) : null;
   const out = files.map((file, index) => outgoing(file, fileSealing(sealing, index), options.onProgress));

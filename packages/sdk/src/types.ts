@@ -7,7 +7,12 @@ import type { components } from "./api-types.js";
 type Schema<Name extends keyof components["schemas"]> = components["schemas"][Name];
 
 export type TransferMode = Schema<"TransferMode">;
+/** The modes a sender asks for: `request` transfers come through a request link only. */
+export type SendMode = Schema<"SendMode">;
 export type TransferStatus = Schema<"TransferStatus">;
+
+/** How long a transfer lives: `expires_in` of a send. */
+export type ExpiresIn = Schema<"ExpiresIn">;
 
 /** POST /v1/agents/register (one-shot or two-step). */
 export type Agent = Schema<"RegisteredAgent">;
@@ -27,6 +32,18 @@ export type DownloadAnswer = Schema<"TransferDownload">;
 
 /** POST /v1/transfers/presigned. */
 export type PresignedAnswer = Schema<"PresignedTransfer">;
+
+/** What POST /v1/transfers/presigned takes: a transfer's fields and its files' declarations, as JSON. */
+export type PresignedTransferRequest = Schema<"PresignedTransferRequest">;
+
+/** The multipart form of POST /v1/transfers: the same fields as text, before its `files` parts. */
+export type TransferForm = Schema<"TransferForm">;
+
+/**
+ * The fields both ways of sending share (the presigned JSON's, as the form's parts are named), less
+ * the files and `metadata` (an object in the JSON, its text in the form).
+ */
+export type TransferFields = Omit<PresignedTransferRequest, "files" | "metadata">;
 
 /** GET /v1/agents/me: the startup profile (spec 4.8). */
 export type Profile = Schema<"Profile">;
@@ -77,6 +94,9 @@ export type UpdatedAgent = Schema<"UpdatedAgent">;
 /** A webhook message and its attempts (decisions 8.3). */
 export type WebhookDelivery = Schema<"WebhookDelivery">;
 
+/** The kinds of webhook message (decisions 8.2), as the delivery log names them. */
+export type WebhookMessageType = WebhookDelivery["type"];
+
 /** GET /v1/agents/{id}/webhook-deliveries: newest first. */
 export type WebhookDeliveryPage = Schema<"WebhookDeliveryPage">;
 
@@ -91,6 +111,17 @@ export type IssuedApiKey = Schema<"IssuedApiKey">;
 
 /** DELETE /v1/accounts/{account_id}/api-keys/{key_id}. */
 export type RevokedApiKey = Schema<"RevokedApiKey">;
+
+/** POST /v1/auth/login: a person's session and account (decisions 4.3). */
+export type Session = Schema<"Session">;
+export type Account = Schema<"Account">;
+
+/** GET/PUT /v1/me/receiving-key: a person's receiving key and how its private half is derived (decisions 4.4). */
+export type ReceivingKey = Schema<"ReceivingKey">;
+export type Kdf = Schema<"Kdf">;
+
+/** One try at delivering a webhook message. */
+export type WebhookAttempt = Schema<"WebhookAttempt">;
 
 /** GET /v1/account: the caller's account, its plan's limits and the credential it called with. */
 export type WhoAmI = Schema<"WhoAmI">;

@@ -1,14 +1,10 @@
 import { fromBase64 } from "./crypto/base64.js";
 import { HandoffError } from "./errors.js";
+import type { WebhookMessageType } from "./types.js";
 
 /** A webhook message as Handoff sends it (decisions 8.2). */
 export interface WebhookMessage {
-  type:
-    | "transfer.received"
-    | "transfer.downloaded"
-    | "transfer.expired"
-    | "broadcast.published"
-    | "webhook.test";
+  type: WebhookMessageType;
   /** ISO 8601 time of the event the message is about. */
   timestamp: string;
   data: Record<string, unknown>;

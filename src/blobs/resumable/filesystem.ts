@@ -3,9 +3,9 @@ import { constants } from "node:fs";
 import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { FileSink } from "../filesystem.js";
+import { FileSink } from "../byte-streams.js";
+import { BlobTooLargeError } from "../errors.js";
 import { HashTap } from "../hash-tap.js";
-import { BlobTooLargeError } from "../port.js";
 import {
   type AppendRequest,
   ChecksumMismatchError,

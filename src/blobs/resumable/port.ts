@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { BlobTooLargeError } from "../port.js";
+import { BlobTooLargeError } from "../errors.js";
 
 /**
  * One file of a presigned transfer as a tus upload resource (decisions 7.1): its blob key, the

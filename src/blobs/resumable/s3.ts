@@ -12,7 +12,7 @@ import {
   type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { BlobTooLargeError } from "../port.js";
+import { BlobTooLargeError } from "../errors.js";
 import { isNotFound } from "../s3-errors.js";
 import {
   type AppendRequest,

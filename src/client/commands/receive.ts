@@ -5,6 +5,7 @@ import type { HandoffClient, ReceiveOptions, ReceiveResult } from "@handoff/sdk"
 import { UsageError } from "../../cli-errors.js";
 import { tuneHeapForStreaming } from "../../streaming-heap.js";
 import { agentClient } from "../environment.js";
+import { describeError } from "../errors.js";
 import { required, shieldOption } from "../options.js";
 import { printJson, warn } from "../output.js";
 import { withProgressBars } from "../progress.js";
@@ -65,7 +66,7 @@ async function removeEmptyFolders(dir: string, top: string): Promise<void> {
  * blocked a file.
  */
 export async function receive(
-  values: { identity?: string; out?: string; shield?: string; acceptRotation?: boolean },
+  values: { identity?: string; out?: string; shield?: string; acceptRotation?: boolean; receipt?: boolean },
   positionals: string[],
 ): Promise<number> {
   tuneHeapForStreaming();
@@ -79,6 +80,10 @@ export async function receive(
       outDir: resolve(values.out ?? "."),
       shield,
       acceptRotation: values.acceptRotation,
+      receipt: values.receipt ?? true,
+      onReceipt: (outcome) => {
+        if ("error" in outcome) warn(`the receipt was not recorded: ${describeError(outcome.error)}`);
+      },
       onProgress,
     }),
   );

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { HandoffError } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
 import { agentClient } from "../environment.js";
-import { integerOption, required } from "../options.js";
+import { expiresInOption, integerOption, required } from "../options.js";
 import { printJson, warn } from "../output.js";
 import { withProgressBars } from "../progress.js";
 import { readSendState, removeSendState, transferIdOption, writeSendState } from "../send-state.js";
@@ -35,6 +35,7 @@ export async function send(values: SendOptions, positionals: string[]): Promise<
   const to = required(values.to, "--to RECIPIENT");
   if (positionals.length === 0) throw new UsageError("give at least one PATH to send");
   const maxDownloads = integerOption(values.maxDownloads, "--max-downloads", 1, 1000);
+  const expiresIn = expiresInOption(values.expiresIn);
   const client = await agentClient(identity, "cli");
   if (values.plain) warn(PLAIN_WARNING);
   // A presigned send keeps its state beside the identity file from before its first byte (7.2).
@@ -46,7 +47,7 @@ export async function send(values: SendOptions, positionals: string[]): Promise<
       account: values.account,
       message: values.message,
       maxDownloads,
-      expiresIn: values.expiresIn,
+      expiresIn,
       plain: values.plain,
       acceptRotation: values.acceptRotation,
       onProgress,

@@ -1,6 +1,7 @@
 import { refuse } from "../../../domain/decider.js";
 import type { Party, TransferFile } from "../../../domain/transfer.js";
 import { blobKey } from "../../blobs/keys.js";
+import { storedSha256 as hashOfStored } from "../../blobs/stored-hash.js";
 import type { Actor } from "../streams.js";
 import { encryptionOf, partiesInput, type TransferIntent, termsOf } from "./intent.js";
 import { resolveParties } from "./parties.js";
@@ -105,7 +106,11 @@ export async function recordPresignedTransfer(
   return { ...created, uploads, linksExpire };
 }
 
-/** Activates a presigned transfer once every file is stored with its declared size. */
+/**
+ * Activates a presigned transfer once every file is stored with its declared size. Each stored file
+ * is read back once and its SHA-256 recorded, which a recipient's receipt must name (decisions
+ * 9.5): the bytes came to the store (or to S3) without passing through a hash of ours.
+ */
 export function confirmTransfer(
   deps: TransferDeps,
   by: Party,
@@ -118,10 +123,15 @@ export function confirmTransfer(
     transferId,
     async (transfer) => {
       const uploaded: Record<string, number | null> = {};
+      const storedSha256: Record<string, string> = {};
       for (const file of transfer.record.files) {
-        uploaded[file.fileId] = (await deps.blobs.stat(blobKey(transferId, file.fileId)))?.size ?? null;
+        const key = blobKey(transferId, file.fileId);
+        uploaded[file.fileId] = (await deps.blobs.stat(key))?.size ?? null;
+        if (transfer.status !== "pending" || uploaded[file.fileId] !== file.size) continue;
+        const hash = await hashOfStored(deps.blobs, key);
+        if (hash) storedSha256[file.fileId] = hash;
       }
-      return { type: "ConfirmUpload" as const, by, uploaded };
+      return { type: "ConfirmUpload" as const, by, uploaded, storedSha256 };
     },
     actor,
     alongside,

@@ -6,7 +6,7 @@ import { fileNameProblem } from "../../../domain/file-names.js";
 import type { PlanLimits } from "../../../domain/plan-limits.js";
 import { tooLarge, uploadAllowance } from "../../../domain/storage-quota.js";
 import type { TransferFile } from "../../../domain/transfer.js";
-import { ByteCounter } from "../../blobs/filesystem.js";
+import { ByteCounter } from "../../blobs/byte-streams.js";
 import { HashTap } from "../../blobs/hash-tap.js";
 import { blobKey } from "../../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";
@@ -59,8 +59,8 @@ export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Uint8Array | 
  * 5.3). The size limit applies to the bytes the client sent: the store enforces it on a plain file;
  * an encrypted one is counted before it grows by its framing. An encrypted file's size is that of
  * its stored ciphertext, as for any encrypted file (5.3), and its salt is its `encryptionIv`.
- * A plain file without a fingerprint goes to the store as the parser hands it over: no stage in
- * between, as every hop costs per chunk on a GiB upload.
+ * The stored bytes pass through a SHA-256 on their way, which a recipient's receipt must name
+ * (decisions 9.5): the one stage every file takes.
  */
 async function storeFile(
   blobs: BlobStore,
@@ -70,22 +70,25 @@ async function storeFile(
   maxBytes: number | null,
   contentKey: Uint8Array | null,
   fingerprint: Hash | null,
-): Promise<{ size: number; encryptionIv: string | null }> {
+): Promise<{ size: number; encryptionIv: string | null; storedSha256: string }> {
   const counter = contentKey ? new ByteCounter(maxBytes) : null;
   const encrypting = contentKey ? encryptingStage(contentKey) : null;
+  const stored = new HashTap(createHash("sha256"));
   const stages: (Transform | Duplex)[] = [
     ...(fingerprint ? [new HashTap(fingerprint)] : []),
     ...(counter && encrypting ? [counter, encrypting.stage] : []),
+    stored,
   ];
   // pipeline() hands back its last stream; an error anywhere (too large included) destroys it.
-  const body = stages.length > 0 ? (pipeline([file, ...stages], () => {}) as unknown as Readable) : file;
+  const body = pipeline([file, ...stages], () => {}) as unknown as Readable;
   const { size } = await blobs.put(key, body, {
     maxBytes: counter ? null : maxBytes,
     contentType: encrypting ? "application/octet-stream" : contentType,
   });
+  const storedSha256 = stored.hash.digest("hex");
   return counter && encrypting
-    ? { size: encryptedSize(counter.bytes), encryptionIv: encrypting.encryptionIv }
-    : { size, encryptionIv: null };
+    ? { size: encryptedSize(counter.bytes), encryptionIv: encrypting.encryptionIv, storedSha256 }
+    : { size, encryptionIv: null, storedSha256 };
 }
 
 const hasNul = (text: string) => text.includes("\u0000");
@@ -137,7 +140,7 @@ export async function receiveMultipart(
       if (contentKey === undefined) contentKey = atRestKeyFor(fields);
       try {
         const key = blobKey(transferId, fileId);
-        const { size, encryptionIv } = await storeFile(
+        const { size, encryptionIv, storedSha256 } = await storeFile(
           blobs,
           key,
           part.file,
@@ -147,7 +150,7 @@ export async function receiveMultipart(
           fingerprint,
         );
         const file = files[files.length - 1];
-        if (file) Object.assign(file, { size, encryptionIv });
+        if (file) Object.assign(file, { size, encryptionIv, storedSha256 });
         stored += size;
       } catch (error) {
         if (!(error instanceof BlobTooLargeError)) throw error;

@@ -39,6 +39,11 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
     return agent;
   }
 
+  /** The whole Agent: with the log's proof of its current keys (decisions 9.6). */
+  async function withKeyProof(row: AgentRow) {
+    return { ...presentAgent(row), key_proof: await service.transparency.keyProof(row.key_position) };
+  }
+
   async function settledAgent(id: string): Promise<AgentRow> {
     const agent = await findAgent(db, id);
     if (!agent) throw new Error(`agent ${id} missing from the read model after its write settled`);
@@ -130,7 +135,7 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
     routes.route({
       ...serve(api.getAgent),
       handler: async (request) =>
-        presentAgent(await ownAgent(callerAccount(request).accountId, request.params.id)),
+        withKeyProof(await ownAgent(callerAccount(request).accountId, request.params.id)),
     });
 
     routes.route({
@@ -163,7 +168,7 @@ export function agentRoutes({ service, settle }: RouteContext): FastifyPluginAsy
         const agent = await ownAgent(caller.accountId, request.params.id);
         const result = await disconnectAgent(deps, caller.accountId, agent.id, caller);
         await settle(result.position);
-        return presentAgent(await settledAgent(agent.id));
+        return withKeyProof(await settledAgent(agent.id));
       },
     });
   };

@@ -35,6 +35,8 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
       key_version: key.keyVersion,
       signing_public_key: null,
       connection_status: "connected" as const,
+      // A person's receiving key is derived in the browser and set in a session, not an agent's leaf.
+      key_proof: null,
     };
   }
 
@@ -89,6 +91,7 @@ export function directoryRoutes({ service }: RouteContext): FastifyPluginAsync {
           key_version: agent.key_version,
           signing_public_key: agent.signing_public_key,
           connection_status: agent.connection_status as "pending" | "connected",
+          key_proof: await service.transparency.keyProof(agent.key_position),
         };
       },
     });

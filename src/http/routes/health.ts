@@ -23,6 +23,17 @@ export function healthRoutes({ service }: RouteContext): FastifyPluginAsync {
     routes.route({
       ...serve(getReadiness),
       handler: async (_request, reply) => {
+        // Decisions 9.4: a log whose past was rewritten is not ready, whatever else answers.
+        const log = service.transparency.state;
+        if (log.state === "tampered") {
+          return reply.status(503).send({
+            error: {
+              code: "LOG_TAMPERED",
+              message: `the transparency log does not match the stored events: ${log.problem}`,
+              status: 503,
+            },
+          });
+        }
         const missing: { path: string; message: string }[] = [];
         if (!(await answers(() => service.db.raw("select 1")))) {
           missing.push({ path: "database", message: "does not answer" });

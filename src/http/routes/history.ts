@@ -4,7 +4,7 @@ import * as api from "../../contract/history.js";
 import { findAgent } from "../../queries/agents.js";
 import { complianceReport, reportCsv, reportHead } from "../../queries/compliance.js";
 import { type HistorySubject, historyOf, presentHistory } from "../../queries/history.js";
-import { findTransfer } from "../../queries/transfers.js";
+import { findPartyTransfer } from "../../queries/transfers.js";
 import { callerAccount } from "../auth.js";
 import { notFound, validationError } from "../errors.js";
 import type { RouteContext } from "../route-context.js";
@@ -42,12 +42,8 @@ export function historyRoutes({ service }: RouteContext): FastifyPluginAsync {
       ...serve(api.getTransferHistory),
       handler: async (request) => {
         const caller = callerAccount(request);
-        // Decisions 3.3: a transfer's history outlives it, deletion included.
-        const transfer = await findTransfer(db, request.params.id);
-        const party =
-          transfer?.sender_account_id === caller.accountId ||
-          transfer?.recipient_account_id === caller.accountId;
-        if (!transfer || !party) throw notFound("transfer");
+        const transfer = await findPartyTransfer(db, request.params.id, caller.accountId);
+        if (!transfer) throw notFound("transfer");
         return entriesOf(`transfer:${transfer.id}`);
       },
     });

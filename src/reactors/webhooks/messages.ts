@@ -37,7 +37,12 @@ interface Rows {
   agents: Map<string, AgentRow>;
 }
 
-const TRANSFER_EVENTS = new Set(["TransferCreated", "DownloadRecorded", "TransferExpired"]);
+const TRANSFER_EVENTS = new Set([
+  "TransferCreated",
+  "DownloadRecorded",
+  "TransferExpired",
+  "ReceiptRecorded",
+]);
 
 async function rowsFor(db: Knex, events: RecordedEvent[]): Promise<Rows> {
   const transferIds = [
@@ -127,6 +132,22 @@ function messagesOf(deps: WebhookMessagesDeps, rows: Rows, recorded: RecordedEve
         data: () => ({ transfer_id: id, expired_at: data.at }),
       };
     }
+    case "ReceiptRecorded": {
+      // Decisions 9.5: the sender hears of the recipient's signed receipt, as it was posted.
+      const data = dataOf<Extract<TransferEvent, { type: "ReceiptRecorded" }>["data"]>(recorded);
+      const row = rows.transfers.get(id);
+      if (!row) return null;
+      return {
+        type: "transfer.receipt",
+        agentIds: [row.sender_agent_id],
+        data: () => ({
+          transfer_id: id,
+          receipt: data.receipt,
+          signature: data.signature,
+          position: recorded.position,
+        }),
+      };
+    }
     case "BroadcastPublished": {
       const b = dataOf<Extract<BroadcastEvent, { type: "BroadcastPublished" }>["data"]>(recorded);
       // Decisions 8.2: the content travels only when the broadcast is urgent (as 4.8 shows it).
@@ -161,6 +182,7 @@ export const WEBHOOK_SOURCE_EVENTS: readonly string[] = [
   "TransferCreated",
   "DownloadRecorded",
   "TransferExpired",
+  "ReceiptRecorded",
   "BroadcastPublished",
   "WebhookTestRequested",
 ];

@@ -1,29 +1,13 @@
+import type {
+  ListedAgent as Agent,
+  AgentList,
+  WebhookAttempt as Attempt,
+  WebhookDelivery as Delivery,
+  WebhookDeliveryPage,
+} from "@handoff/sdk/types";
 import { api, messageOf } from "../api.js";
 import { h, replace } from "../dom.js";
 import { formatDate } from "../format.js";
-
-interface Agent {
-  id: string;
-  agent_id: string;
-  name: string;
-  webhook_url: string | null;
-  webhook_status: "active" | "disabled" | null;
-}
-
-interface Attempt {
-  at: string;
-  status_code: number | null;
-  duration_ms: number;
-  error: string | null;
-}
-
-interface Delivery {
-  message_id: string;
-  type: string;
-  status: "pending" | "delivered" | "failed";
-  attempts: Attempt[];
-  next_attempt_at: string | null;
-}
 
 /** How many of each agent's newest messages the page lists. */
 const RECENT_DELIVERIES = 5;
@@ -36,7 +20,7 @@ const RECENT_DELIVERIES = 5;
 export async function drawAgentWebhooks(section: HTMLElement): Promise<void> {
   const heading = h("h2", { id: "webhooks-heading" }, "Agents' webhooks");
   try {
-    const { agents } = await api<{ agents: Agent[] }>("/v1/agents");
+    const { agents } = await api<AgentList>("/v1/agents");
     const cards = await Promise.all(agents.map(agentCard));
     replace(
       section,
@@ -57,7 +41,7 @@ export async function drawAgentWebhooks(section: HTMLElement): Promise<void> {
 async function agentCard(agent: Agent): Promise<HTMLLIElement> {
   const deliveries = agent.webhook_url
     ? (
-        await api<{ deliveries: Delivery[] }>(
+        await api<WebhookDeliveryPage>(
           `/v1/agents/${encodeURIComponent(agent.id)}/webhook-deliveries?limit=${RECENT_DELIVERIES}`,
         )
       ).deliveries

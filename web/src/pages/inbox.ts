@@ -1,30 +1,16 @@
 import { plainSizeOf, unwrapContentKey } from "@handoff/sdk/crypto";
 import { senderLabel } from "@handoff/sdk/sender";
+import type { DownloadAnswer, ReceivingKey, Transfer } from "@handoff/sdk/types";
 import { api, messageOf } from "../api.js";
 import { h, replace, showStatus, statusLine } from "../dom.js";
 import { savedName } from "../file-tree.js";
 import { formatBytes } from "../format.js";
 import { TransferMeter } from "../meter.js";
-import {
-  fetchReceivingKey,
-  forgetUnlocked,
-  type KeyPair,
-  type ReceivingKey,
-  unlockedKey,
-} from "../receiving-key.js";
+import { fetchReceivingKey, forgetUnlocked, type KeyPair, unlockedKey } from "../receiving-key.js";
 import type { Page } from "../router.js";
 import { saveDecrypted } from "../save.js";
-import type { Transfer } from "../send-transfer.js";
 import { datesOf, deleteButton, downloadsWords, transferCard } from "../transfer-card.js";
 import { receivingPasswordForm, unlockForm } from "./receiving-password.js";
-
-interface DownloadAnswer {
-  downloads: number;
-  files: { file_name: string; download_url: string; size: number; encryption_iv?: string | null }[];
-  is_encrypted: boolean;
-  encrypted_key: string | null;
-  recipient_key_version: number | null;
-}
 
 export const inboxPage: Page = {
   title: "Inbox",

@@ -1,8 +1,9 @@
+import type { Session } from "@handoff/sdk/types";
 import { api } from "../api.js";
 import { field, h, replace, showStatus } from "../dom.js";
 import { actionForm, passwordInput } from "../form.js";
 import { navigate, type Page } from "../router.js";
-import { type Session, saveSession } from "../session.js";
+import { saveSession } from "../session.js";
 
 /** Only paths of this app: a `next` pointing elsewhere would make the login page an open redirect. */
 function safeNext(next: string | null): string {

@@ -1,12 +1,7 @@
+import type { ReceivingKey } from "@handoff/sdk/types";
 import { field, showStatus } from "../dom.js";
 import { actionForm, passwordInput } from "../form.js";
-import {
-  keepUnlocked,
-  MIN_RECEIVING_PASSWORD,
-  type ReceivingKey,
-  setReceivingPassword,
-  unlock,
-} from "../receiving-key.js";
+import { keepUnlocked, MIN_RECEIVING_PASSWORD, setReceivingPassword, unlock } from "../receiving-key.js";
 
 const DERIVING = "Deriving your key in this browser (argon2id, 64 MiB); this takes a moment…";
 

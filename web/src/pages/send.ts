@@ -1,3 +1,4 @@
+import type { ExpiresIn, SendableAgentList, Transfer } from "@handoff/sdk/types";
 import { ApiError, api, messageOf } from "../api.js";
 import { confirmThen } from "../confirm.js";
 import { field, h, replace, showStatus, statusLine } from "../dom.js";
@@ -5,7 +6,7 @@ import { actionForm } from "../form.js";
 import { formatBytes } from "../format.js";
 import { TransferMeter } from "../meter.js";
 import type { Page } from "../router.js";
-import { resumeUpload, type SendStage, sendToAgent, type Transfer } from "../send-transfer.js";
+import { resumeUpload, type SendStage, sendToAgent } from "../send-transfer.js";
 import { currentSession } from "../session.js";
 import { forgetUpload, type UnfinishedUpload, unfinishedUploads } from "../unfinished-uploads.js";
 
@@ -16,19 +17,16 @@ const EXPIRY = [
   ["7d", "7 days"],
   ["14d", "14 days"],
   ["30d", "30 days"],
-] as const;
+] as const satisfies readonly (readonly [ExpiresIn, string])[];
 
-interface Sendable {
-  agent_id: string;
-  name: string;
-  own: boolean;
-  account_name?: string;
-}
+/** The lifetime chosen in the form's select, which offers only EXPIRY's values. */
+const chosenExpiry = (select: HTMLSelectElement): ExpiresIn =>
+  EXPIRY.find(([value]) => value === select.value)?.[0] ?? "24h";
 
 /** Agents the person can pick from: those of connected accounts (decisions 4.6). */
 async function agentOptions(): Promise<HTMLOptionElement[]> {
   try {
-    const { agents } = await api<{ agents: Sendable[] }>("/v1/agents/sendable");
+    const { agents } = await api<SendableAgentList>("/v1/agents/sendable");
     return agents.map((agent) =>
       h(
         "option",
@@ -186,7 +184,7 @@ export const sendPage: Page = {
               agent: agent.value.trim(),
               ...(account.value.trim() ? { account: account.value.trim() } : {}),
               ...(message.value.trim() ? { message: message.value.trim() } : {}),
-              expiresIn: expires.value,
+              expiresIn: chosenExpiry(expires),
               files: chosen,
             },
             show,

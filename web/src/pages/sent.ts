@@ -1,7 +1,7 @@
+import type { Transfer } from "@handoff/sdk/types";
 import { api, messageOf } from "../api.js";
 import { h, replace, statusLine } from "../dom.js";
 import type { Page } from "../router.js";
-import type { Transfer } from "../send-transfer.js";
 import { datesOf, deleteButton, downloadsWords, transferCard } from "../transfer-card.js";
 
 /** The transfers this person sent to agents, newest first, with how often each was downloaded. */

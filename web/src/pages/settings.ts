@@ -1,3 +1,4 @@
+import type { ApiKeyList, Connection, ConnectionList, IssuedApiKey } from "@handoff/sdk/types";
 import { api, messageOf } from "../api.js";
 import { type Confirmation, confirmThen } from "../confirm.js";
 import { type Child, copyButton, field, h, replace, showStatus, statusLine } from "../dom.js";
@@ -9,20 +10,6 @@ import { currentSession } from "../session.js";
 import { drawAgentWebhooks } from "./agent-webhooks.js";
 import { newPasswordFields } from "./password-fields.js";
 import { receivingPasswordForm } from "./receiving-password.js";
-
-interface ApiKey {
-  id: string;
-  name: string;
-  created_at: string;
-}
-
-interface Connection {
-  id: string;
-  status: "pending" | "active" | "declined" | "revoked";
-  direction: "outgoing" | "incoming";
-  peer_account: { id: string; name: string; email_masked: string };
-  created_at: string;
-}
 
 export const settingsPage: Page = {
   title: "Settings",
@@ -122,7 +109,7 @@ async function drawKeys(section: HTMLElement, accountId: string) {
     fields: [field("Name of a new key", name)],
     submit: "Create API key",
     async action() {
-      const created = await api<ApiKey & { api_key: string }>("/v1/api-keys", {
+      const created = await api<IssuedApiKey>("/v1/api-keys", {
         method: "POST",
         json: { name: name.value.trim() },
       });
@@ -144,7 +131,7 @@ async function drawKeys(section: HTMLElement, accountId: string) {
   });
   let list: HTMLElement;
   try {
-    const { api_keys } = await api<{ api_keys: ApiKey[] }>("/v1/api-keys");
+    const { api_keys } = await api<ApiKeyList>("/v1/api-keys");
     list =
       api_keys.length === 0
         ? h("p", { class: "empty" }, "No API keys. Agents and scripts use one to act for your account.")
@@ -232,7 +219,7 @@ async function drawConnections(section: HTMLElement) {
   });
   let list: HTMLElement;
   try {
-    const { connections } = await api<{ connections: Connection[] }>("/v1/connections");
+    const { connections } = await api<ConnectionList>("/v1/connections");
     const live = connections.filter((c) => c.status === "pending" || c.status === "active");
     list =
       live.length === 0

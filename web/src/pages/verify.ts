@@ -1,7 +1,7 @@
+import type { Account } from "@handoff/sdk/types";
 import { api, messageOf } from "../api.js";
 import { h, replace, showStatus, statusLine } from "../dom.js";
 import type { Page } from "../router.js";
-import type { Account } from "../session.js";
 
 export const verifyPage: Page = {
   title: "Confirm your e-mail",

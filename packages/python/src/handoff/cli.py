@@ -1,6 +1,7 @@
-"""The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``).
+"""The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``)
+and ``log verify`` (9.7).
 
-The same arguments, JSON on stdout, exit codes (0, 1, 3) and stderr lines as the Node CLI's
+The same arguments, JSON on stdout, exit codes (0, 1, 3, 5) and stderr lines as the Node CLI's
 ``handoff``, so a test of one judges the other unchanged.
 """
 
@@ -20,16 +21,21 @@ from urllib.parse import urlparse
 
 from . import __version__
 from .client import Client
-from .errors import HandoffError, describe_error
+from .errors import HandoffCustodyError, HandoffError, describe_error
+from .export_check import verify_export
 from .identity import create_identity, load_identity, save_identity
+from .pins import beside_identity
 from .receiving import ReceivedFile, ReceiveResult
 from .shield import ShieldLevelError, parse_shield_level
 from .progress import ProgressBars
 from .terminal import terminal_safe
+from .transparency import TransparencyError, VerifierKey, parse_vkey
 
 DEFAULT_HANDOFF_URL = "http://127.0.0.1:8080"
 MAX_INBOX_WAIT_SECONDS = 30
 EXIT_BLOCKED = 3
+#: What the transparency log does not back (decisions 9.6, 9.7): here, an export that does not verify.
+EXIT_CUSTODY = 5
 USER_AGENT = "handoff-cli-python/{version}"
 
 USAGE = """usage: python3 -m handoff <command>
@@ -42,14 +48,22 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
                                           encrypt, sign and send files or folders; prints the transfer
   send --resume TRANSFER_ID --identity FILE
                                           finish a send that was interrupted, from FILE.sends/
-  receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation]
+  receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation] [--no-receipt]
                                           download, verify, decrypt and scan into DIR (default .);
-                                          exit 3 when Shield blocked a file
+                                          exit 3 when Shield blocked a file; then a signed receipt
   inbox --identity FILE [--wait SECONDS]  the agent's inbox (long-poll up to 30 s)
-  listen --identity FILE --out DIR [--shield LEVEL]
+  listen --identity FILE --out DIR [--shield LEVEL] [--no-receipt]
                                           receive each new transfer until SIGINT/SIGTERM
+  log verify FILE [--vkey VKEY | --identity FILE]
+                                          check an audit export offline: the checkpoint's signature
+                                          by the log key (VKEY, else the one pinned beside the
+                                          identity), every inclusion proof, leaf order, receipts;
+                                          prints the report, exit 5 naming the first bad line
+  log witness --state DIR                 check the log's newest checkpoint extends the one kept
+                                          in DIR, keep it; exit 5 on a forked log
   Shield levels: off, permissive, standard (default), strict, paranoid. --accept-rotation takes
-  a peer's changed keys instead of refusing them (keys are pinned on first use)."""
+  a peer's changed keys instead of refusing them (keys are pinned on first use, and must be in the
+  transparency log with a higher key_version: exit 5 when the log does not back them, or forked)."""
 
 
 class UsageError(Exception):
@@ -257,6 +271,7 @@ def send(args: list[str]) -> int:
         parser.add_argument(flag)
     parser.add_argument("--plain", action="store_true")
     parser.add_argument("--accept-rotation", action="store_true")
+    parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_intermixed_args(args)
     identity = _required(values.identity, "--identity FILE")
     if values.resume is not None:
@@ -299,11 +314,18 @@ def send(args: list[str]) -> int:
     return 0
 
 
+def _warn_refused_receipt(outcome: dict[str, Any]) -> None:
+    """A receipt the service did not record: one stderr line, the receive stands (decisions 9.5)."""
+    if "error" in outcome:
+        _warn(f"the receipt was not recorded: {describe_error(outcome['error'])}")
+
+
 def receive(args: list[str]) -> int:
     parser = _parser("transfer_id")
     for flag in ("--identity", "--out", "--shield"):
         parser.add_argument(flag)
     parser.add_argument("--accept-rotation", action="store_true")
+    parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_intermixed_args(args)
     identity = _required(values.identity, "--identity FILE")
     positionals: list[str] = values.transfer_id
@@ -318,6 +340,8 @@ def receive(args: list[str]) -> int:
             shield=shield,
             accept_rotation=values.accept_rotation,
             on_progress=bars.on_progress,
+            receipt=not values.no_receipt,
+            on_receipt=_warn_refused_receipt,
         )
     _print_json(result)
     blocked = _blocked(result["files"])
@@ -351,6 +375,7 @@ def listen(args: list[str]) -> int:
     parser = _parser()
     for flag in ("--identity", "--out", "--shield"):
         parser.add_argument(flag)
+    parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_args(args)
     identity = _required(values.identity, "--identity FILE")
     out_dir = os.path.abspath(_required(values.out, "--out DIR"))
@@ -374,9 +399,61 @@ def listen(args: list[str]) -> int:
                 on_received=received,
                 on_failed=lambda transfer_id, error: _warn(f"{transfer_id}: skipped, {describe_error(error)}"),
                 on_error=lambda error: _warn(f"reading the inbox failed, trying again: {describe_error(error)}"),
+                receipt=not values.no_receipt,
+                on_receipt=_warn_refused_receipt,
             )
     except (KeyboardInterrupt, _Stopped):
         pass
+    return 0
+
+
+def _log_key(vkey: str | None, identity: str | None) -> VerifierKey:
+    """--vkey, else the log key pinned beside --identity (``<name>.log.json``, decisions 9.6)."""
+    if vkey is None:
+        if identity is None:
+            raise UsageError("give the log's key: --vkey VKEY, or --identity FILE whose pinned key to use")
+        with open(beside_identity(os.path.abspath(identity), ".log.json"), encoding="utf-8") as file:
+            pinned = json.load(file)
+        vkey = pinned.get("vkey") if isinstance(pinned, dict) else None
+    try:
+        return parse_vkey(vkey if isinstance(vkey, str) else "")
+    except TransparencyError as error:
+        raise UsageError(f"the log's verifier key: {error}") from None
+
+
+def log_verify(args: list[str]) -> int:
+    """Checks an audit export offline, line by line; prints the report as JSON, exit 5 naming the
+    first bad line (as the Node CLI)."""
+    parser = _parser("file")
+    parser.add_argument("--vkey")
+    parser.add_argument("--identity")
+    values = parser.parse_intermixed_args(args)
+    files: list[str] = values.file
+    path = _required(files[0] if files else None, "FILE")
+    if len(files) > 1:
+        raise ArgumentCountError("log verify", 1, len(files))
+    key = _log_key(values.vkey, values.identity)
+    with open(os.path.abspath(path), encoding="utf-8", newline="") as export:
+        report = verify_export((line.rstrip("\r\n") for line in export), key)
+    _print_json(report)
+    if "problem" not in report:
+        return 0
+    _warn(f"{path}: line {report['problem']['line']}: {report['problem']['message']}")
+    return EXIT_CUSTODY
+
+
+def log_witness(args: list[str]) -> int:
+    """``log witness --state DIR`` (decisions 9.7): the newest checkpoint held to the one kept in
+    DIR (the log key pinned there at first use), then kept; prints ``{origin, size, root}`` as the
+    Node CLI does. A forked log is one stderr line and exit 5."""
+    parser = _parser()
+    parser.add_argument("--state")
+    values = parser.parse_args(args)
+    state = os.path.abspath(_required(values.state, "--state DIR"))
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    base_url, api_key = _settings()
+    with Client(base_url, api_key, user_agent=_user_agent(), log_path=os.path.join(state, "log.json")) as client:
+        _print_json(client.witness_log())
     return 0
 
 
@@ -386,6 +463,8 @@ COMMANDS: list[tuple[list[str], Callable[[list[str]], int]]] = [
     (["receive"], receive),
     (["inbox"], inbox),
     (["listen"], listen),
+    (["log", "verify"], log_verify),
+    (["log", "witness"], log_witness),
 ]
 
 
@@ -406,6 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             except KeyboardInterrupt:
                 return 130
+            except HandoffCustodyError as error:
+                _warn(describe_error(error))
+                return EXIT_CUSTODY
             except Exception as error:
                 _warn(describe_error(error))
                 return 1

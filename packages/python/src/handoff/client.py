@@ -9,26 +9,55 @@ Nothing about the API is written twice.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, Generic, Protocol, TypeVar
+from datetime import datetime, timezone
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypedDict, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
 
 from . import __version__
+from .api_types import (
+    BroadcastPage,
+    Connection,
+    ConnectionList,
+    InboxPage,
+    Profile,
+    RegisteredAgent,
+    ResolvedAgent,
+    SendableAgent,
+    SendableAgentList,
+    Transfer,
+)
+from .crypto import to_base64
+from .custody import LogWitness, check_answer, default_log_path, is_person, witness_log
 from .errors import HandoffError
 from .identity import Identity
 from .listening import ListenOptions, listen_flow
+from .local import file_state, local_files
 from .pins import PinStore, default_pins_path, pin_name
-from .protocol import Effect, Outcome, RequestSpec, Settings, call, open_stream, request
+from .protocol import Effect, Outcome, RequestSpec, Settings, Sleep, StreamOpened, call, open_stream, request
 from .receiving import ReceiveOptions, ReceiveResult, receive_flow
 from .sending import PRESIGNED_THRESHOLD, ProgressCallback, SendOptions, resume_send_flow, send_flow
-from .crypto import to_base64
 from .transport import DEFAULT_TIMEOUT, Step, drive, finished
 
-Flow = Generator[Effect, Outcome, Any]
-Out = TypeVar("Out")
+T = TypeVar("T")
+P = ParamSpec("P")
+#: An operation as a generator of effects whose result is a T.
+Flow = Generator[Effect, Outcome, T]
 Http = TypeVar("Http", httpx.Client, httpx.AsyncClient)
+
+#: A checkpoint covers an agent's new keys within about a second (decisions 9.2): wait that long.
+KEY_PROOF_ATTEMPTS = 12
+KEY_PROOF_RETRY_SECONDS = 0.25
+
+
+class WholeInbox(TypedDict):
+    """Every page of the inbox at once: what ``handoff inbox`` prints."""
+
+    transfers: list[Transfer]
 
 
 def _segment(text: str) -> str:
@@ -47,6 +76,7 @@ class Operations:
         user_agent: str | None,
         max_retries: int,
         presigned_threshold: int,
+        log_path: str | None = None,
     ) -> None:
         self.identity = identity
         self.settings = Settings(
@@ -58,9 +88,10 @@ class Operations:
         )
         identity_path = identity.path if identity else None
         self.pins = PinStore(pins_path or (default_pins_path(identity_path) if identity_path else None))
+        self.log = LogWitness(self.settings, log_path or (default_log_path(identity_path) if identity_path else None))
         self.presigned_threshold = presigned_threshold
 
-    def _call(self, method: str, url: str, **options: Any) -> Flow:
+    def _call(self, method: str, url: str, **options: Any) -> Flow[Any]:
         return call(RequestSpec(method, url, **options), self.settings)
 
     def _require_identity(self, operation: str) -> Identity:
@@ -68,7 +99,7 @@ class Operations:
             raise HandoffError("IDENTITY_REQUIRED", f"{operation} needs the agent's identity")
         return self.identity
 
-    def register_agent(self, identity: Identity, name: str | None, description: str | None) -> Flow:
+    def register_agent(self, identity: Identity, name: str | None, description: str | None) -> Flow[RegisteredAgent]:
         body: dict[str, Any] = {
             "agent_id": identity.agent_id,
             "public_key": to_base64(identity.x25519.public_key),
@@ -80,67 +111,100 @@ class Operations:
             body["description"] = description
         return self._call("POST", "/v1/agents/register", json=body)
 
-    def resolve(self, agent: str, account: str | None, accept_rotation: bool) -> Flow:
-        resolved = yield from self._call(
-            "GET", "/v1/agents/resolve", query={"agent_id": agent, "account": account}
-        )
-        return self.pins.check(pin_name(resolved["agent_id"], account), resolved, accept_rotation)
+    def resolve(self, agent: str, account: str | None, accept_rotation: bool) -> Flow[ResolvedAgent]:
+        """An agent's keys, proven by the transparency log (decisions 9.6) and pinned: the answer's
+        key_proof must prove the very keys answered in a checkpoint signed by the log key pinned at
+        first use and consistent with every checkpoint seen before, else HandoffCustodyError."""
+        resolved = yield from self._resolve_proven(agent, account)
+        proven = yield from check_answer(self.log, resolved)
+        return self.pins.check(pin_name(resolved["agent_id"], account), resolved, accept_rotation, proven)
 
-    def send(self, options: SendOptions) -> Flow:
+    def _resolve_proven(self, agent: str, account: str | None) -> Flow[ResolvedAgent]:
+        """The resolve answer, asked again for a moment while the log has not yet signed new keys."""
+        attempt = 0
+        while True:
+            resolved: ResolvedAgent = yield from self._call("GET", "/v1/agents/resolve", query={"agent_id": agent, "account": account})
+            waiting = resolved.get("key_proof") is None and resolved.get("public_key") is not None
+            if not waiting or is_person(resolved) or attempt >= KEY_PROOF_ATTEMPTS:
+                return resolved
+            attempt += 1
+            yield Sleep(KEY_PROOF_RETRY_SECONDS)
+
+    def witness_log(self) -> Flow[dict[str, Any]]:
+        """Fetches the newest checkpoint and holds it to the one kept (decisions 9.7)."""
+        return witness_log(self.settings, self.log)
+
+    # The shell's part of a send: what the file system holds and the time are read here, when the
+    # operation is asked for, and the flows get them as arguments.
+
+    def send(self, options: SendOptions) -> Flow[Transfer]:
         identity = self._require_identity("send")
-        return send_flow(self.settings, identity, self.resolve, options, self.presigned_threshold)
+        files = local_files(options.paths)
+        return send_flow(self.settings, identity, self.resolve, options, files, self.presigned_threshold)
 
-    def resume_send(self, state: dict[str, Any], on_progress: ProgressCallback | None) -> Flow:
-        return resume_send_flow(self.settings, state, on_progress)
+    def resume_send(self, state: dict[str, Any], on_progress: ProgressCallback | None) -> Flow[Transfer]:
+        found = [file_state(entry["path"]) for entry in state["files"]]
+        return resume_send_flow(self.settings, state, found, datetime.now(timezone.utc), on_progress)
 
-    def inbox(self, wait: int | None, cursor: str | None, limit: int | None = None) -> Flow:
+    def inbox(self, wait: int | None, cursor: str | None, limit: int | None = None) -> Flow[InboxPage]:
         query = {"wait": wait, "cursor": cursor, "limit": limit}
         return self._call("GET", "/v1/transfers/inbox", query=query)
 
-    def whole_inbox(self, wait: int | None) -> Flow:
+    def whole_inbox(self, wait: int | None) -> Flow[WholeInbox]:
         """Every transfer in the inbox, page after page; only the first request waits."""
         page = yield from self.inbox(wait, None)
         transfers = list(page["transfers"])
-        while page.get("has_more") and page.get("next_cursor"):
+        while page["has_more"] and page["next_cursor"]:
             page = yield from self.inbox(None, page["next_cursor"])
             transfers.extend(page["transfers"])
         return {"transfers": transfers}
 
-    def transfer(self, transfer_id: str) -> Flow:
+    def transfer(self, transfer_id: str) -> Flow[Transfer]:
         return self._call("GET", f"/v1/transfers/{_segment(transfer_id)}")
 
-    def receive(self, transfer_id: str, options: ReceiveOptions) -> Flow:
+    def receive(self, transfer_id: str, options: ReceiveOptions) -> Flow[ReceiveResult]:
         return receive_flow(self.settings, self.identity, self.resolve, transfer_id, options)
 
-    def inbox_events(self, after: str | None) -> Flow:
+    def inbox_events(self, after: str | None) -> Flow[StreamOpened]:
         """Opens the inbox's event stream (decisions 8.4) after ``after``; listening.py reads it."""
         spec = RequestSpec("GET", "/v1/transfers/inbox/events", query={"after": after}, accept="text/event-stream")
         return open_stream(spec, self.settings)
 
-    def listen(self, out_dir: str, shield: str | None, options: ListenOptions) -> Flow:
-        return listen_flow(
-            lambda wait, cursor: self.inbox(wait, cursor),
-            self.inbox_events,
-            lambda transfer_id: self.receive(transfer_id, ReceiveOptions(out_dir, shield)),
-            options,
-        )
+    def listen(
+        self,
+        out_dir: str,
+        shield: str | None,
+        options: ListenOptions,
+        receipt: bool = True,
+        on_receipt: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Flow[None]:
+        # Each result is told as soon as its files are in place, before its receipt goes: a listener
+        # stopped while the service records a receipt has still reported what it wrote.
+        def receive(transfer_id: str) -> Flow[ReceiveResult]:
+            receiving = ReceiveOptions(
+                out_dir, shield, receipt=receipt, on_receipt=on_receipt, on_placed=options.on_received
+            )
+            return self.receive(transfer_id, receiving)
 
-    def profile(self) -> Flow:
+        told_early = dataclasses.replace(options, on_received=None)
+        return listen_flow(lambda wait, cursor: self.inbox(wait, cursor), self.inbox_events, receive, told_early)
+
+    def profile(self) -> Flow[Profile]:
         return self._call("GET", "/v1/agents/me")
 
-    def broadcasts(self, severity: str | None, limit: int | None, offset: int | None) -> Flow:
+    def broadcasts(self, severity: str | None, limit: int | None, offset: int | None) -> Flow[BroadcastPage]:
         query = {"severity": severity, "limit": limit, "offset": offset}
         return self._call("GET", "/v1/broadcasts", query=query)
 
-    def mark_broadcast_read(self, broadcast_id: str) -> Flow:
+    def mark_broadcast_read(self, broadcast_id: str) -> Flow[None]:
         yield from request(RequestSpec("PUT", f"/v1/broadcasts/{_segment(broadcast_id)}/read"), self.settings)
 
-    def connections(self) -> Flow:
-        answer = yield from self._call("GET", "/v1/connections")
+    def connections(self) -> Flow[list[Connection]]:
+        answer: ConnectionList = yield from self._call("GET", "/v1/connections")
         return answer["connections"]
 
-    def sendable(self) -> Flow:
-        answer = yield from self._call("GET", "/v1/agents/sendable")
+    def sendable(self) -> Flow[list[SendableAgent]]:
+        answer: SendableAgentList = yield from self._call("GET", "/v1/agents/sendable")
         return answer["agents"]
 
 
@@ -150,9 +214,35 @@ class Stoppable(Protocol):
     def is_set(self) -> bool: ...
 
 
-class _Operations(Generic[Out, Http]):
-    """The public operations, once: each runs its flow through the client's ``_do``, which answers
-    the result (``Client``) or an awaitable of it (``AsyncClient``).
+class operation(Generic[P, T]):
+    """A public operation, defined once as the flow it builds: on a ``Client`` it answers the flow's
+    result, on an ``AsyncClient`` an awaitable of it; ``mypy`` sees which from the client's type."""
+
+    def __init__(self, build: Callable[Concatenate[_Operations[Any], P], Flow[T]]) -> None:
+        self._build = build
+        functools.update_wrapper(self, build)
+
+    @overload
+    def __get__(self, client: None, owner: type[object]) -> operation[P, T]: ...
+    @overload
+    def __get__(self, client: Client, owner: type[object]) -> Callable[P, T]: ...
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[object]) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, client: _Operations[Any] | None, owner: type[object]) -> Any:
+        if client is None:
+            return self
+        runner, build = client, self._build
+
+        @functools.wraps(build)
+        def run(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return runner._do(build(runner, *args, **kwargs))
+
+        return run
+
+
+class _Operations(Generic[Http]):
+    """The public operations, once: each builds its flow, which the client's ``_do`` runs to the
+    result (``Client``) or an awaitable of it (``AsyncClient``).
 
     ``http`` takes your own httpx client (proxies, a mock transport); ``presigned_threshold`` is the
     size on the wire from which a send goes presigned; pins default to beside the identity file.
@@ -169,26 +259,32 @@ class _Operations(Generic[Out, Http]):
         max_retries: int = 3,
         presigned_threshold: int = PRESIGNED_THRESHOLD,
         http: Http | None = None,
+        log_path: str | None = None,
     ) -> None:
         self.ops = Operations(
-            base_url, api_key, identity, pins_path, user_agent, max_retries, presigned_threshold
+            base_url, api_key, identity, pins_path, user_agent, max_retries, presigned_threshold, log_path
         )
         self._http: Http = http or self._new_http()
 
     def _new_http(self) -> Http:
         raise NotImplementedError
 
-    def _do(self, flow: Flow) -> Out:
+    def _do(self, flow: Flow[Any]) -> Any:
         raise NotImplementedError
 
-    def register_agent(self, identity: Identity, name: str | None = None, description: str | None = None) -> Out:
+    @operation
+    def register_agent(
+        self, identity: Identity, name: str | None = None, description: str | None = None
+    ) -> Flow[RegisteredAgent]:
         """Registers ``identity``'s agent one-shot with both public keys; answers the agent."""
-        return self._do(self.ops.register_agent(identity, name, description))
+        return self.ops.register_agent(identity, name, description)
 
-    def resolve(self, agent: str, account: str | None = None, accept_rotation: bool = False) -> Out:
+    @operation
+    def resolve(self, agent: str, account: str | None = None, accept_rotation: bool = False) -> Flow[ResolvedAgent]:
         """An agent's public keys, checked against the pins (``KEY_CHANGED`` unless accepted)."""
-        return self._do(self.ops.resolve(agent, account, accept_rotation))
+        return self.ops.resolve(agent, account, accept_rotation)
 
+    @operation
     def send(
         self,
         to: str,
@@ -203,7 +299,7 @@ class _Operations(Generic[Out, Http]):
         accept_rotation: bool = False,
         on_progress: ProgressCallback | None = None,
         on_started: Callable[[dict[str, Any]], None] | None = None,
-    ) -> Out:
+    ) -> Flow[Transfer]:
         """Sends files (or folders), encrypted and signed unless ``plain``; answers the transfer.
 
         ``on_started`` hears of a presigned transfer before its first byte, with the state
@@ -221,24 +317,29 @@ class _Operations(Generic[Out, Http]):
             on_progress,
             on_started,
         )
-        return self._do(self.ops.send(options))
+        return self.ops.send(options)
 
-    def resume_send(self, state: dict[str, Any], on_progress: ProgressCallback | None = None) -> Out:
+    @operation
+    def resume_send(self, state: dict[str, Any], on_progress: ProgressCallback | None = None) -> Flow[Transfer]:
         """Finishes an interrupted presigned send from the state ``send`` gave ``on_started``: each
         file from the server's offset, then confirm; answers the transfer."""
-        return self._do(self.ops.resume_send(state, on_progress))
+        return self.ops.resume_send(state, on_progress)
 
-    def inbox(self, wait: int | None = None, cursor: str | None = None, limit: int | None = None) -> Out:
+    @operation
+    def inbox(self, wait: int | None = None, cursor: str | None = None, limit: int | None = None) -> Flow[InboxPage]:
         """One inbox page ``{transfers, next_cursor, has_more}``; ``wait`` long-polls up to 30 s."""
-        return self._do(self.ops.inbox(wait, cursor, limit))
+        return self.ops.inbox(wait, cursor, limit)
 
-    def whole_inbox(self, wait: int | None = None) -> Out:
+    @operation
+    def whole_inbox(self, wait: int | None = None) -> Flow[WholeInbox]:
         """``{transfers}``: every page of the inbox (what ``handoff inbox`` prints)."""
-        return self._do(self.ops.whole_inbox(wait))
+        return self.ops.whole_inbox(wait)
 
-    def transfer(self, transfer_id: str) -> Out:
-        return self._do(self.ops.transfer(transfer_id))
+    @operation
+    def transfer(self, transfer_id: str) -> Flow[Transfer]:
+        return self.ops.transfer(transfer_id)
 
+    @operation
     def receive(
         self,
         transfer_id: str,
@@ -247,10 +348,16 @@ class _Operations(Generic[Out, Http]):
         shield: str | None = None,
         accept_rotation: bool = False,
         on_progress: ProgressCallback | None = None,
-    ) -> Out:
-        """Verifies, downloads, decrypts and scans a transfer into ``out_dir``."""
-        return self._do(self.ops.receive(transfer_id, ReceiveOptions(out_dir, shield, accept_rotation, on_progress)))
+        receipt: bool = True,
+        on_receipt: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Flow[ReceiveResult]:
+        """Verifies, downloads, decrypts and scans a transfer into ``out_dir``; then signs and posts
+        a receipt (decisions 9.5) unless ``receipt=False``, telling ``on_receipt`` what became of it
+        (``{position, leaf_index}`` or ``{error}``: a refused receipt never fails the receive)."""
+        options = ReceiveOptions(out_dir, shield, accept_rotation, on_progress, receipt, on_receipt)
+        return self.ops.receive(transfer_id, options)
 
+    @operation
     def listen(
         self,
         out_dir: str,
@@ -261,30 +368,45 @@ class _Operations(Generic[Out, Http]):
         on_received: Callable[[ReceiveResult], None] | None = None,
         on_failed: Callable[[str, Exception], None] | None = None,
         on_error: Callable[[Exception], None] | None = None,
-    ) -> Out:
+        receipt: bool = True,
+        on_receipt: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Flow[None]:
         """Receives each new transfer as it arrives, until ``stop`` is set (checked between polls)
-        or, with AsyncClient, the task is cancelled."""
+        or, with AsyncClient, the task is cancelled; each gets a receipt unless ``receipt=False``."""
         options = ListenOptions(cursor, on_received, on_failed, on_error, stop.is_set if stop else lambda: False)
-        return self._do(self.ops.listen(out_dir, shield, options))
+        return self.ops.listen(out_dir, shield, options, receipt, on_receipt)
 
-    def profile(self) -> Out:
+    @operation
+    def profile(self) -> Flow[Profile]:
         """The startup profile (``GET /v1/agents/me``)."""
-        return self._do(self.ops.profile())
+        return self.ops.profile()
 
-    def broadcasts(self, severity: str | None = None, limit: int | None = None, offset: int | None = None) -> Out:
-        return self._do(self.ops.broadcasts(severity, limit, offset))
+    @operation
+    def broadcasts(
+        self, severity: str | None = None, limit: int | None = None, offset: int | None = None
+    ) -> Flow[BroadcastPage]:
+        return self.ops.broadcasts(severity, limit, offset)
 
-    def mark_broadcast_read(self, broadcast_id: str) -> Out:
-        return self._do(self.ops.mark_broadcast_read(broadcast_id))
+    @operation
+    def mark_broadcast_read(self, broadcast_id: str) -> Flow[None]:
+        return self.ops.mark_broadcast_read(broadcast_id)
 
-    def connections(self) -> Out:
-        return self._do(self.ops.connections())
+    @operation
+    def connections(self) -> Flow[list[Connection]]:
+        return self.ops.connections()
 
-    def sendable(self) -> Out:
-        return self._do(self.ops.sendable())
+    @operation
+    def sendable(self) -> Flow[list[SendableAgent]]:
+        return self.ops.sendable()
+
+    @operation
+    def witness_log(self) -> Flow[dict[str, Any]]:
+        """Fetches the log's newest checkpoint, checks it extends the one kept (beside the identity,
+        or ``log_path``) and keeps it: ``{origin, size, root}``; LOG_FORKED otherwise (decisions 9.7)."""
+        return self.ops.witness_log()
 
 
-class Client(_Operations[Any, httpx.Client]):
+class Client(_Operations[httpx.Client]):
     """The Handoff API as an agent uses it, synchronously. See docs/python.md."""
 
     #: Whether this client made its httpx client (then downloads go through download.py).
@@ -303,10 +425,10 @@ class Client(_Operations[Any, httpx.Client]):
     def close(self) -> None:
         self._http.close()
 
-    def _do(self, flow: Flow) -> Any:
+    def _do(self, flow: Flow[Any]) -> Any:
         return self.run(flow)
 
-    def run(self, flow: Flow) -> Any:
+    def run(self, flow: Flow[T]) -> T:
         """Performs each effect the flow yields until it finishes; answers its result."""
         return finished(drive(flow, self._own_http, self._run_step))
 
@@ -314,7 +436,7 @@ class Client(_Operations[Any, httpx.Client]):
         return step.run(self._http)  # blocks: never waits on an event loop (see transport.finished)
 
 
-class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
+class AsyncClient(_Operations[httpx.AsyncClient]):
     """The same operations as ``Client``, for asyncio: each answers an awaitable of its result."""
 
     def _new_http(self) -> httpx.AsyncClient:
@@ -329,10 +451,10 @@ class AsyncClient(_Operations[Awaitable[Any], httpx.AsyncClient]):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def _do(self, flow: Flow) -> Awaitable[Any]:
+    def _do(self, flow: Flow[Any]) -> Awaitable[Any]:
         return self.run(flow)
 
-    async def run(self, flow: Flow) -> Any:
+    async def run(self, flow: Flow[T]) -> T:
         """Performs each effect the flow yields until it finishes (or the task is cancelled, which
         the flow's cleanup sees); answers its result."""
         return await drive(flow, False, self._run_step)

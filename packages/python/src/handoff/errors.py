@@ -73,3 +73,9 @@ def describe_error(error: BaseException) -> str:
 
 def one_line(text: str) -> str:
     return re.sub(r"\s*\n\s*", "; ", text).strip()
+
+
+class HandoffCustodyError(HandoffError):
+    """Verifiable custody failed (decisions 9.6): a key the transparency log does not back
+    (``KEY_NOT_IN_LOG``) or a forked log (``LOG_FORKED``). The CLI exits 5 on it, and nothing was
+    encrypted to or verified with the keys in question."""

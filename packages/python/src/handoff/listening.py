@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
-
+from .api_types import InboxPage, Transfer
 from .errors import HandoffApiError, HandoffError
 from .event_stream import EventStreamParser
 from .protocol import CloseStream, Effect, NetworkFailure, Outcome, ReadStream, Sleep, StreamOpened, backoff_seconds
@@ -29,10 +28,10 @@ NO_STREAM_STATUSES = (404, 406)
 #: Decisions 8.4: the event the stream sends for each transfer.
 TRANSFER_RECEIVED = "transfer.received"
 
-InboxFlow = Callable[[int, "str | None"], Generator[Effect, Outcome, dict[str, Any]]]
+InboxFlow = Callable[[int, "str | None"], Generator[Effect, Outcome, InboxPage]]
 StreamFlow = Callable[["str | None"], Generator[Effect, Outcome, StreamOpened]]
 ReceiveFlow = Callable[[str], Generator[Effect, Outcome, ReceiveResult]]
-ArrivalFlow = Callable[[dict[str, Any]], Generator[Effect, Outcome, None]]
+ArrivalFlow = Callable[[Transfer], Generator[Effect, Outcome, None]]
 
 
 @dataclass
@@ -59,7 +58,7 @@ def listen_flow(
 ) -> Generator[Effect, Outcome, None]:
     seen: set[str] = set()
 
-    def arrived(transfer: dict[str, Any]) -> Generator[Effect, Outcome, None]:
+    def arrived(transfer: Transfer) -> Generator[Effect, Outcome, None]:
         identifier = transfer["id"]
         if identifier in seen or transfer.get("status") != "active" or transfer.get("downloads", 0) > 0:
             return

@@ -12,15 +12,21 @@ import re
 import threading
 from typing import Any
 
-from .errors import HandoffError, HandoffKeyChangedError
+from .api_types import ResolvedAgent
+from .errors import HandoffCustodyError, HandoffError, HandoffKeyChangedError
 from .files import write_private_file
 
 PinFile = dict[str, dict[str, Any]]
 
 
+def beside_identity(identity_path: str, suffix: str) -> str:
+    """``agent.json`` → ``agent<suffix>``: what a client keeps for an agent lives beside its identity."""
+    return re.sub(r"\.json$", "", identity_path, flags=re.IGNORECASE) + suffix
+
+
 def default_pins_path(identity_path: str) -> str:
     """``agent.json`` → ``agent.pins.json``: pins live beside the identity they were seen by."""
-    return re.sub(r"\.json$", "", identity_path, flags=re.IGNORECASE) + ".pins.json"
+    return beside_identity(identity_path, ".pins.json")
 
 
 def pin_name(agent_id: str, account: str | None) -> str:
@@ -36,8 +42,12 @@ class PinStore:
         self._memory: PinFile = {}
         self._lock = threading.Lock()
 
-    def check(self, name: str, resolved: dict[str, Any], accept_rotation: bool) -> dict[str, Any]:
-        """Checks ``resolved`` (a resolve answer) against its pin, pinning it if new."""
+    def check(
+        self, name: str, resolved: ResolvedAgent, accept_rotation: bool, proven_by_log: bool = False
+    ) -> ResolvedAgent:
+        """Checks ``resolved`` (a resolve answer) against its pin, pinning it if new. For keys the
+        transparency log backs (``proven_by_log``, decisions 9.6), changed keys are taken only with a
+        higher key_version (a rotation on record), and then only with ``accept_rotation``."""
         if resolved.get("public_key") is None or resolved.get("key_version") is None:
             raise HandoffError(
                 "AGENT_NOT_CONNECTED",
@@ -57,6 +67,14 @@ class PinStore:
                 and pinned.get("public_key") == current["public_key"]
                 and pinned.get("signing_public_key") == current["signing_public_key"]
             )
+            pinned_version = pinned.get("key_version") if pinned is not None else None
+            rotated = isinstance(pinned_version, int) and int(current["key_version"] or 0) > pinned_version
+            if pinned is not None and not same and proven_by_log and not rotated:
+                raise HandoffCustodyError(
+                    "KEY_NOT_IN_LOG",
+                    f"the keys of agent '{name}' changed without a rotation on record in the transparency log "
+                    f"(key_version {pinned.get('key_version')} → {current['key_version']})",
+                )
             if pinned is not None and not same and not accept_rotation:
                 raise HandoffKeyChangedError(name, pinned, current)
             if pinned is None or not same or pinned.get("key_version") != current["key_version"]:

@@ -8,6 +8,7 @@ file of the transfer has passed; on any failure everything this call wrote is re
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 import sys
@@ -17,11 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 from urllib.parse import quote
 
+from .custody import post_receipt, receipt_draft, utc_now
+from .api_types import ResolvedAgent, Transfer, TransferDownload
 from .crypto import RecordDecryptor, SignedTransfer, from_base64, plain_size_of, unwrap_content_key, verify_transfer
 from .errors import HandoffApiError, HandoffCryptoError, HandoffError, HandoffTransferError
 from .identity import Identity
+from .local import MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_SEGMENTS
 from .protocol import Effect, Outcome, RequestSpec, Settings, call, request
-from .sending import MAX_NAME_BYTES, MAX_PATH_BYTES, MAX_SEGMENTS, ProgressCallback, Resolver
+from .sending import ProgressCallback, Resolver
 from .shield import DEFAULT_SHIELD_LEVEL, FileScan, ShieldLevelError, ShieldResult, create_file_scan, parse_shield_level
 
 
@@ -45,6 +49,14 @@ class ReceiveOptions:
     shield: str | None = None
     accept_rotation: bool = False
     on_progress: ProgressCallback | None = None
+    #: Sign and post a receipt once every file verified (decisions 9.5).
+    receipt: bool = True
+    #: Told what became of the receipt: ``{position, leaf_index}``, or ``{error}`` (never raised).
+    on_receipt: Callable[[dict[str, Any]], None] | None = None
+    #: Told the result as soon as the files are in place, before the receipt goes (listen prints it).
+    on_placed: Callable[[ReceiveResult], None] | None = None
+    #: The receipt's ``received_at`` (the I/O shell's clock).
+    now: Callable[[], str] = utc_now
 
 
 def shield_level(level: str | None) -> str:
@@ -82,7 +94,7 @@ def safe_relative_name(name: str, transfer_id: str) -> list[str]:
     return segments
 
 
-def _check_file_list(transfer: dict[str, Any], download: dict[str, Any]) -> None:
+def _check_file_list(transfer: Transfer, download: TransferDownload) -> None:
     """The download must serve the transfer's files, in order, encrypted as it says, each with its IV."""
     listed = [file["name"] for file in transfer["files"]]
     served = [file["file_name"] for file in download["files"]]
@@ -96,8 +108,8 @@ def _check_file_list(transfer: dict[str, Any], download: dict[str, Any]) -> None
 
 
 def _sender_keys(
-    resolve: Resolver, sender: str, download: dict[str, Any], accept_rotation: bool
-) -> Generator[Effect, Outcome, dict[str, Any]]:
+    resolve: Resolver, sender: str, download: TransferDownload, accept_rotation: bool
+) -> Generator[Effect, Outcome, ResolvedAgent]:
     """The sender's keys, pinned; on a slug several connected accounts use, the one that sent it."""
     try:
         return (yield from resolve(sender, None, accept_rotation))
@@ -112,7 +124,7 @@ def _sender_keys(
         raise
 
 
-def _verify_sender(transfer: dict[str, Any], download: dict[str, Any], sender: dict[str, Any] | None) -> None:
+def _verify_sender(transfer: Transfer, download: TransferDownload, sender: ResolvedAgent | None) -> None:
     """Decisions 5.4: the signature over the file list, checked before a byte of any file is fetched."""
     transfer_id = transfer["id"]
     signature = download.get("sender_signature")
@@ -175,9 +187,13 @@ class FileSink:
         self._decryptor = decryptor
         self._scan = scan
         self._on_bytes = on_bytes
+        #: The plaintext written and the bytes downloaded, hashed as they pass (a receipt names both).
+        self.plain_hash = hashlib.sha256()
+        self.stored_hash = hashlib.sha256()
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 
     def __call__(self, chunk: bytes | memoryview) -> None:
+        self.stored_hash.update(chunk)
         if self._decryptor is None:
             self._take(memoryview(chunk))
             return
@@ -200,6 +216,7 @@ class FileSink:
         """Scans and writes ``plaintext`` before returning: its buffer is reused after."""
         assert self._fd is not None
         self._scan.observe(plaintext)
+        self.plain_hash.update(plaintext)
         written = 0
         while written < len(plaintext):  # again from where a short write stopped
             written += os.write(self._fd, plaintext[written:])
@@ -273,13 +290,15 @@ def receive_flow(
     level = shield_level(options.shield)
     out_dir = os.path.abspath(options.out_dir)
     quoted = _quote(transfer_id)
-    transfer = yield from call(RequestSpec("GET", f"/v1/transfers/{quoted}"), settings)
+    transfer: Transfer = yield from call(RequestSpec("GET", f"/v1/transfers/{quoted}"), settings)
     for listed in transfer["files"]:
         safe_relative_name(listed["name"], transfer["id"])
     if transfer["is_encrypted"] and identity is None:
         raise HandoffError("IDENTITY_REQUIRED", "receiving an encrypted transfer needs the recipient's identity")
     # Counts a download: not retried on a network error, which could count it twice.
-    download = yield from call(RequestSpec("GET", f"/v1/transfers/{quoted}/download", idempotent=False), settings)
+    download: TransferDownload = yield from call(
+        RequestSpec("GET", f"/v1/transfers/{quoted}/download", idempotent=False), settings
+    )
     for served in download["files"]:
         safe_relative_name(served["file_name"], transfer["id"])
     _check_file_list(transfer, download)
@@ -290,18 +309,20 @@ def receive_flow(
         if transfer["mode"] != "human-to-agent":
             sender = yield from _sender_keys(resolve, transfer["sender"], download, options.accept_rotation)
         _verify_sender(transfer, download, sender)
-        if not download.get("encrypted_key"):
+        encrypted_key = download["encrypted_key"]
+        if not encrypted_key:
             raise HandoffTransferError(
                 "FILE_LIST_MISMATCH", f"transfer {transfer['id']} has no encrypted key", transfer["id"]
             )
         assert identity is not None
         try:
-            content_key = unwrap_content_key(download["encrypted_key"], identity.x25519.private_key)
+            content_key = unwrap_content_key(encrypted_key, identity.x25519.private_key)
         except HandoffCryptoError as error:
             raise _named(error, transfer["id"], "the content key") from None
 
     written = _Written()
     results: list[ReceivedFile] = []
+    hashed: list[dict[str, Any]] = []
     pending: list[tuple[str, ReceivedFile, list[str]]] = []
     try:
         written.make_folders(out_dir)
@@ -316,7 +337,9 @@ def receive_flow(
                     progress(name, done, total)
 
             try:
-                decryptor = RecordDecryptor(content_key, served["encryption_iv"]) if content_key else None
+                # _check_file_list refused an encrypted transfer with a file without its IV.
+                iv = served["encryption_iv"] or ""
+                decryptor = RecordDecryptor(content_key, iv) if content_key else None
                 scan = create_file_scan(level, name, transfer["files"][index].get("type"))
                 written.temps.append(temp)
                 sink = FileSink(temp, decryptor, scan, on_bytes)
@@ -329,6 +352,14 @@ def receive_flow(
                 raise _named(error, transfer["id"], name) from None
             file: ReceivedFile = {"name": name, "size": sink.size, "shield": scan.finish(temp)}
             results.append(file)
+            hashed.append(
+                {
+                    "name": name,
+                    "size": sink.size,
+                    "sha256": sink.plain_hash.hexdigest(),
+                    "stored_sha256": sink.stored_hash.hexdigest(),
+                }
+            )
             if file["shield"]["verdict"] == "blocked":
                 os.unlink(temp)
                 written.temps.remove(temp)
@@ -343,7 +374,16 @@ def receive_flow(
     except BaseException:
         written.remove()
         raise
-    return {"transfer_id": transfer["id"], "files": [_in_spec_order(file) for file in results]}
+    result: ReceiveResult = {"transfer_id": transfer["id"], "files": [_in_spec_order(file) for file in results]}
+    if options.on_placed is not None:
+        options.on_placed(result)
+    if options.receipt and identity is not None:
+        verdicts = [file["shield"]["verdict"] for file in results]
+        draft = receipt_draft(transfer, download, level, hashed, verdicts, options.now())
+        outcome = yield from post_receipt(settings, identity, draft)
+        if options.on_receipt is not None:
+            options.on_receipt(outcome)
+    return result
 
 
 def _in_spec_order(file: ReceivedFile) -> ReceivedFile:

@@ -9,19 +9,16 @@ offset when the connection drops (decisions 7.2), the others with one PUT.
 
 from __future__ import annotations
 
-import errno
 import math
-import mimetypes
-import os
-import stat
 import re
 import secrets
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from .api_types import PresignedTransfer, PresignedTransferUploadUrlsItem, ResolvedAgent, Transfer
 from .crypto import (
     ENCRYPTION_ALGORITHM,
     HEADER_SIZE,
@@ -39,6 +36,7 @@ from .crypto import (
 )
 from .errors import HandoffApiError, HandoffError
 from .identity import Identity
+from .local import FileState, LocalFile, media_type_of
 from .protocol import Effect, Outcome, RequestSpec, Settings, Sleep, backoff_seconds, call, request
 
 #: At or above this many bytes on the wire a transfer goes presigned, below it one multipart POST.
@@ -50,16 +48,12 @@ MAX_STALLED_ATTEMPTS = 5
 _TUS = {"tus-resumable": "1.0.0"}
 #: Bytes read from a file at a time: 16 records of 5.3, as the Node SDK reads.
 FILE_CHUNK_BYTES = 1024 * 1024
-MAX_NAME_BYTES = 255
-MAX_PATH_BYTES = 1024
-MAX_SEGMENTS = 32
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_MEDIA_TYPES = mimetypes.MimeTypes()
 
 #: Progress of one file: (name, plaintext bytes so far, plaintext size).
 ProgressCallback = Callable[[str, int, int], None]
 #: Resolves and pins an agent: (agent, account, accept_rotation) → the resolve answer.
-Resolver = Callable[[str, "str | None", bool], Generator[Effect, Outcome, dict[str, Any]]]
+Resolver = Callable[[str, "str | None", bool], Generator[Effect, Outcome, ResolvedAgent]]
 
 
 @dataclass
@@ -80,65 +74,6 @@ class SendOptions:
 
 
 @dataclass
-class LocalFile:
-    path: str
-    #: The name sent: the base name, or the path relative to a sent folder's parent (7.3).
-    name: str
-    type: str
-    size: int
-    #: When the send began, in milliseconds (as Node's mtimeMs): a resumed send refuses a changed file.
-    modified_ms: float
-
-
-def media_type_of(name: str) -> str:
-    return _MEDIA_TYPES.guess_type(name, strict=False)[0] or "application/octet-stream"
-
-
-def _local_file(path: str, name: str) -> LocalFile:
-    if len(name.encode("utf-8")) > MAX_PATH_BYTES or any(
-        len(segment.encode("utf-8")) > MAX_NAME_BYTES for segment in name.split("/")
-    ):
-        raise HandoffError("INVALID_FILE_NAME", f"the name of {path} is over {MAX_NAME_BYTES} bytes")
-    info = os.stat(path)
-    return LocalFile(os.path.abspath(path), name, media_type_of(name), info.st_size, info.st_mtime_ns / 1e6)
-
-
-def _folder_files(folder: str) -> list[LocalFile]:
-    """The regular files under ``folder``, hidden ones included, symbolic links skipped (7.3)."""
-    parent = os.path.dirname(os.path.abspath(folder).rstrip(os.sep)) or os.sep
-    found: list[LocalFile] = []
-    for root, dirs, names in os.walk(folder, followlinks=False):
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(root, name)
-            if os.path.islink(path) or not os.path.isfile(path):
-                continue
-            relative = os.path.relpath(os.path.abspath(path), parent).replace(os.sep, "/")
-            if relative.count("/") + 1 > MAX_SEGMENTS:
-                raise HandoffError("INVALID_FILE_NAME", f"{path} is more than {MAX_SEGMENTS} folders deep")
-            found.append(_local_file(path, relative))
-    return found
-
-
-def local_files(paths: list[str]) -> list[LocalFile]:
-    """Each path as the files it sends: a regular file, or the files of a folder."""
-    files: list[LocalFile] = []
-    for path in paths:
-        try:
-            info = os.stat(path)
-        except OSError as error:
-            code = errno.errorcode.get(error.errno or 0, str(error))
-            raise HandoffError("FILE_NOT_FOUND", f"cannot read {path}: {code}") from None
-        if stat.S_ISDIR(info.st_mode):
-            files.extend(_folder_files(path))
-        elif not stat.S_ISREG(info.st_mode):
-            raise HandoffError("NOT_A_FILE", f"{path} is not a regular file")
-        else:
-            files.append(_local_file(path, os.path.basename(path)))
-    return files
-
-
-@dataclass
 class Sealing:
     """The encryption of one transfer (5.2, 5.4), fixed before the first byte leaves."""
 
@@ -150,12 +85,14 @@ class Sealing:
 
 
 def seal(
-    identity: Identity, recipient: str, resolved: dict[str, Any], files: list[LocalFile]
+    identity: Identity, recipient: str, resolved: ResolvedAgent, files: list[LocalFile]
 ) -> Sealing:
+    public_key, version = resolved["public_key"], resolved["key_version"]
+    # The resolver refuses an agent without keys (AGENT_NOT_CONNECTED), so both are set here.
+    assert public_key is not None and version is not None
     content_key = new_content_key()
-    encrypted_key = wrap_content_key(content_key, from_base64(resolved["public_key"]))
+    encrypted_key = wrap_content_key(content_key, from_base64(public_key))
     salts = [secrets.token_bytes(SALT_SIZE) for _ in files]
-    version = int(resolved["key_version"])
     signature = sign_transfer(
         identity.ed25519.private_key,
         SignedTransfer(
@@ -330,21 +267,17 @@ def multipart_body(fields: list[tuple[str, str]], files: list[Outgoing]) -> Mult
     return MultipartBody(f"multipart/form-data; boundary={boundary}", length, body)
 
 
-def _send_multipart(settings: Settings, fields: dict[str, Any], files: list[Outgoing]) -> Generator[Effect, Outcome, Any]:
+def _send_multipart(
+    settings: Settings, fields: dict[str, Any], files: list[Outgoing]
+) -> Generator[Effect, Outcome, Transfer]:
     form = [(name, _form_value(value)) for name, value in fields.items()]
     form.extend(("encryption_iv", file.encryption_iv) for file in files if file.encryption_iv)
     body = multipart_body(form, files)
-    return (
-        yield from call(
-            RequestSpec(
-                "POST",
-                "/v1/transfers",
-                body=body.open,
-                headers={"content-type": body.content_type, "content-length": str(body.length)},
-            ),
-            settings,
-        )
+    headers = {"content-type": body.content_type, "content-length": str(body.length)}
+    transfer: Transfer = yield from call(
+        RequestSpec("POST", "/v1/transfers", body=body.open, headers=headers), settings
     )
+    return transfer
 
 
 def _offset_of(headers: Any, url: str) -> int:
@@ -419,17 +352,18 @@ def upload_resumable(
             yield Sleep(backoff_seconds(stalled - 1))
 
 
-def _upload_presigned_file(settings: Settings, link: dict[str, Any], file: Outgoing) -> Generator[Effect, Outcome, None]:
+def _upload_presigned_file(
+    settings: Settings, link: PresignedTransferUploadUrlsItem, file: Outgoing
+) -> Generator[Effect, Outcome, None]:
     """One file to its upload link: from RESUMABLE_FROM bytes through its resumable_url (7.2)."""
     if file.wire_size >= RESUMABLE_FROM and link.get("resumable_url"):
         yield from upload_resumable(settings, link["resumable_url"], file)
         return
     headers = {**link.get("headers", {}), "content-length": str(file.wire_size)}
-    method = "POST" if link.get("method") == "POST" else "PUT"
-    yield from request(RequestSpec(method, link["upload_url"], body=file.open, headers=headers), settings)
+    yield from request(RequestSpec(link["method"], link["upload_url"], body=file.open, headers=headers), settings)
 
 
-def _send_state(created: dict[str, Any], files: list[LocalFile], sealing: Sealing | None) -> dict[str, Any]:
+def _send_state(created: PresignedTransfer, files: list[LocalFile], sealing: Sealing | None) -> dict[str, Any]:
     """What finishing the send takes (decisions 7.2), in the Node SDK's SendState shape."""
     links = created["upload_urls"]
     return {
@@ -450,17 +384,18 @@ def _send_state(created: dict[str, Any], files: list[LocalFile], sealing: Sealin
     }
 
 
-def _confirm(settings: Settings, transfer_id: str) -> Generator[Effect, Outcome, Any]:
+def _confirm(settings: Settings, transfer_id: str) -> Generator[Effect, Outcome, Transfer]:
     # The API's own confirm path on our base URL: the API key goes to no other host.
-    return (yield from call(RequestSpec("POST", f"/v1/transfers/{transfer_id}/confirm"), settings))
+    transfer: Transfer = yield from call(RequestSpec("POST", f"/v1/transfers/{transfer_id}/confirm"), settings)
+    return transfer
 
 
 def _send_presigned(
     settings: Settings,
     fields: dict[str, Any],
     files: list[Outgoing],
-    on_created: Callable[[dict[str, Any]], None],
-) -> Generator[Effect, Outcome, Any]:
+    on_created: Callable[[PresignedTransfer], None],
+) -> Generator[Effect, Outcome, Transfer]:
     declared = [
         {
             "name": file.name,
@@ -470,7 +405,7 @@ def _send_presigned(
         }
         for file in files
     ]
-    created = yield from call(
+    created: PresignedTransfer = yield from call(
         RequestSpec("POST", "/v1/transfers/presigned", json={**fields, "files": declared}), settings
     )
     links = created.get("upload_urls") or []
@@ -484,33 +419,34 @@ def _send_presigned(
     return (yield from _confirm(settings, created["id"]))
 
 
-def _unchanged_file(entry: dict[str, Any]) -> LocalFile:
+def _unchanged_file(entry: dict[str, Any], now: FileState | None) -> LocalFile:
     """The file of a send being resumed, as long as it is the one the send began with."""
-    try:
-        info = os.stat(entry["path"])
-    except OSError:
-        info = None
     # Node and Python round a modification time differently in its last bits: within 1 ms is the same.
     if (
-        info is None
-        or not stat.S_ISREG(info.st_mode)
-        or info.st_size != entry["size"]
-        or not math.isclose(info.st_mtime_ns / 1e6, entry["modified_ms"], abs_tol=1.0)
+        now is None
+        or not now.regular
+        or now.size != entry["size"]
+        or not math.isclose(now.modified_ms, entry["modified_ms"], abs_tol=1.0)
     ):
         raise HandoffError(
             "FILE_CHANGED",
             f"{entry['path']} changed since the send began: the bytes already sent would no longer match it",
         )
-    return LocalFile(entry["path"], entry["name"], media_type_of(entry["name"]), info.st_size, info.st_mtime_ns / 1e6)
+    return LocalFile(entry["path"], entry["name"], media_type_of(entry["name"]), now.size, now.modified_ms)
 
 
 def resume_send_flow(
-    settings: Settings, state: dict[str, Any], on_progress: ProgressCallback | None = None
-) -> Generator[Effect, Outcome, Any]:
+    settings: Settings,
+    state: dict[str, Any],
+    found: list[FileState | None],
+    now: datetime,
+    on_progress: ProgressCallback | None = None,
+) -> Generator[Effect, Outcome, Transfer]:
     """Finishes a presigned send that was interrupted (decisions 7.2), as the Node SDK's resumeSend:
     each file from the server's offset (HEAD), the encrypted ones sealed again from the record
     holding it with the same K and salt, then confirm. Refuses a transfer no longer pending and a
-    file that changed since the send began."""
+    file that changed since the send began: ``found`` is each of the state's files as it is now
+    (None: gone), ``now`` the time the resume began."""
     transfer_id = state["transfer_id"]
     transfer = yield from call(RequestSpec("GET", f"/v1/transfers/{transfer_id}"), settings)
     status = transfer.get("status")
@@ -520,15 +456,15 @@ def resume_send_flow(
             f"transfer {transfer_id} was already confirmed (status {status}): nothing is left to send",
         )
     expires_at = datetime.fromisoformat(state["expires_at"].replace("Z", "+00:00"))
-    if status == "expired" or expires_at <= datetime.now(timezone.utc):
+    if status == "expired" or expires_at <= now:
         raise HandoffError(
             "TRANSFER_EXPIRED",
             f"the upload links of transfer {transfer_id} expired ({state['expires_at']}) before its files "
             "were all sent: send them again",
         )
     content_key = from_base64(state["content_key"]) if state.get("content_key") else None
-    for entry in state["files"]:
-        local = _unchanged_file(entry)
+    for entry, current in zip(state["files"], found, strict=True):
+        local = _unchanged_file(entry, current)
         iv = entry.get("encryption_iv")
         out = outgoing(local, (content_key, from_base64(iv)) if content_key and iv else None, on_progress)
         yield from upload_resumable(settings, entry["resumable_url"], out, known_offset=None)
@@ -540,13 +476,14 @@ def send_flow(
     identity: Identity,
     resolve: Resolver,
     options: SendOptions,
+    files: list[LocalFile],
     presigned_threshold: int = PRESIGNED_THRESHOLD,
-) -> Generator[Effect, Outcome, Any]:
-    """Sends files; answers the transfer as the API returns it."""
+) -> Generator[Effect, Outcome, Transfer]:
+    """Sends ``files`` (what ``local.local_files`` found for ``options.paths``); answers the
+    transfer as the API returns it."""
     if not options.paths:
         raise HandoffError("NO_FILES", "send needs at least one file")
     mode = "agent-to-human" if _EMAIL.match(options.to) else "agent-to-agent"
-    files = local_files(options.paths)
     if not files:
         raise HandoffError("NO_FILES", "the folders given hold no regular file to send")
     sealing = None
@@ -557,7 +494,7 @@ def send_flow(
     fields = transfer_fields(identity, options, mode, sealing)
     # Presigned transfers cannot go to people: the server must see those bytes to encrypt them at rest.
     if mode == "agent-to-agent" and sum(file.wire_size for file in out) >= presigned_threshold:
-        def on_created(created: dict[str, Any]) -> None:
+        def on_created(created: PresignedTransfer) -> None:
             if options.on_started is not None:
                 options.on_started(_send_state(created, files, sealing))
 
