@@ -20,6 +20,7 @@ import { sha256Hex } from "../../security/secrets.js";
 import { callerAccount } from "../auth.js";
 import { callingAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
+import { presentUploadLinks } from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
 
@@ -203,14 +204,7 @@ export function requestRoutes({ service, settle }: RouteContext): FastifyPluginA
         const transferId = created.transfer.record.transferId;
         return reply.status(201).send({
           transfer_id: transferId,
-          upload_urls: created.uploads.map(({ file, link }) => ({
-            file_id: file.fileId,
-            file_name: file.name,
-            upload_url: link.url,
-            resumable_url: link.resumableUrl,
-            method: link.method,
-            headers: link.headers,
-          })),
+          upload_urls: presentUploadLinks(created.uploads),
           confirm_url: `${base}/v1/requests/by-token/${token}/transfers/${transferId}/confirm`,
         });
       },

@@ -15,7 +15,13 @@ import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
 import { eventFrame, requireEventStream } from "../event-stream.js";
 import { acceptMultipart, multipartClientError } from "../multipart.js";
-import { presentDownload, presentTransfer, type TransferView, viewOf } from "../presenters.js";
+import {
+  presentDownload,
+  presentTransfer,
+  presentUploadLinks,
+  type TransferView,
+  viewOf,
+} from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
 import { decodeCursor, encodeCursor, intentOf, parseForm } from "../transfer-schemas.js";
@@ -152,14 +158,7 @@ export function transferRoutes({
         const id = created.transfer.record.transferId;
         return reply.status(201).send({
           id,
-          upload_urls: created.uploads.map(({ file, link }) => ({
-            file_id: file.fileId,
-            file_name: file.name,
-            upload_url: link.url,
-            resumable_url: link.resumableUrl,
-            method: link.method,
-            headers: link.headers,
-          })),
+          upload_urls: presentUploadLinks(created.uploads),
           confirm_url: `${base}/v1/transfers/${id}/confirm`,
           expires_at: created.linksExpire.toISOString(),
         });
