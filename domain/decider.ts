@@ -17,6 +17,7 @@ export type DomainErrorCode =
   | "KEY_LIMIT_REACHED"
   | "NOT_FOUND"
   | "QUOTA_EXCEEDED"
+  | "REQUEST_CLOSED"
   | "RECEIPT_INVALID"
   | "SELF_CONNECTION"
   | "STORAGE_FULL"

@@ -6,7 +6,7 @@ export const PERSONAL_DATA_FIELDS: Readonly<Record<string, readonly string[]>> =
   AccountCreated: ["email", "name"],
   EmailVerificationRequested: ["email"],
   PasswordResetRequested: ["email"],
-  TransferCreated: ["recipient", "sender"],
+  TransferCreated: ["recipient", "sender", "senderEmail"],
 };
 
 /** What an erased person's data reads as, everywhere (decisions 6.5). */
@@ -15,14 +15,21 @@ export const ERASED = "[erased]";
 /**
  * The fields of one event that name a person (decisions 6.5), from the list
  * above: a transfer's sender and recipient name a person only on the human side
- * of its mode (agent-to-human: the recipient; human-to-agent: the sender); the others are agents.
+ * of its mode (agent-to-human: the recipient; human-to-agent: the sender; request: the sender's
+ * name and e-mail address as they typed them); the others are agents.
  */
 export function personalFields(type: string, data: Record<string, unknown>): string[] {
   const fields = PERSONAL_DATA_FIELDS[type] ?? [];
   if (type !== "TransferCreated") return [...fields];
   const human =
-    data.mode === "agent-to-human" ? "recipient" : data.mode === "human-to-agent" ? "sender" : null;
-  return fields.filter((field) => field === human);
+    data.mode === "agent-to-human"
+      ? ["recipient"]
+      : data.mode === "human-to-agent"
+        ? ["sender"]
+        : data.mode === "request"
+          ? ["sender", "senderEmail"]
+          : [];
+  return fields.filter((field) => human.includes(field));
 }
 
 /** Field names that hold a secret or key material, wherever they appear in an event. */

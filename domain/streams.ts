@@ -10,6 +10,7 @@ export const streams = {
   session: (sessionId: string) => `session-${sessionId}`,
   broadcast: (broadcastId: string) => `broadcast-${broadcastId}`,
   transfer: (transferId: string) => `transfer-${transferId}`,
+  requestLink: (requestId: string) => `request_link-${requestId}`,
   connection: (pair: string) => `connection-${pair}`,
   usage: (accountId: string) => `usage-${accountId}`,
   /** An agent's webhook attempts (decisions 8.3), apart from its own stream so that one stays short. */

@@ -1,7 +1,8 @@
 import { type Decider, type Decision, DomainError, refuse, unreachable } from "./decider.js";
 import { overMaxFileSize, type PlanLimits } from "./plan-limits.js";
 
-export const TRANSFER_MODES = ["agent-to-agent", "agent-to-human", "human-to-agent"] as const;
+/** `request`: sent through a request link (decisions 10) by someone without an account. */
+export const TRANSFER_MODES = ["agent-to-agent", "agent-to-human", "human-to-agent", "request"] as const;
 export type TransferMode = (typeof TRANSFER_MODES)[number];
 
 export type TransferStatus =
@@ -51,6 +52,13 @@ export interface TransferParties {
   /** Null for a human recipient without an account. */
   recipientAccountId: string | null;
   recipientAgentId: string | null;
+  /** Mode `request`: the link it came through (decisions 10.3). */
+  requestId?: string | null;
+  /**
+   * Mode `request`: the e-mail address the sender typed (unverified), sealed like `sender` (which
+   * then holds the name they typed) under `senderPersonId`'s key; null when they gave none.
+   */
+  senderEmail?: string | null;
 }
 
 /** A human recipient of an agent-to-human transfer, as far as the service knows them. */

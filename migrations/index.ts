@@ -11,6 +11,7 @@ import * as history from "./009_history_and_personal_data.js";
 import * as webhooks from "./010_webhooks.js";
 import * as webhookRotations from "./011_webhook_rotations.js";
 import * as transparencyLog from "./012_transparency_log.js";
+import * as requestLinks from "./013_request_links.js";
 import * as uploadLeases from "./014_upload_leases.js";
 
 interface Migration {
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   "010_webhooks": webhooks,
   "011_webhook_rotations": webhookRotations,
   "012_transparency_log": transparencyLog,
+  "013_request_links": requestLinks,
   "014_upload_leases": uploadLeases,
 };
 

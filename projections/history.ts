@@ -66,6 +66,9 @@ function streamSubjects(event: RecordedEvent): Subjects | null {
       return [...account(d.accountId), ...agent(id)];
     case "ApiKeyCreated":
       return account(d.accountId);
+    // Decisions 10.3: a link's creation, each use and its revocation are on its agent's history.
+    case "RequestLinkCreated":
+      return [...account(d.accountId), ...agent(d.agentId)];
     case "TransferCreated":
       return [
         `transfer:${id}`,

@@ -6,6 +6,7 @@ import { connectionsProjection } from "./connections.js";
 import { historyProjection } from "./history.js";
 import { humansProjection, sessionsProjection } from "./humans.js";
 import type { Projection } from "./projection.js";
+import { requestLinksProjection } from "./request-links.js";
 import { transfersProjection } from "./transfers.js";
 
 export const projections: Projection[] = [
@@ -17,5 +18,6 @@ export const projections: Projection[] = [
   humansProjection,
   sessionsProjection,
   transfersProjection,
+  requestLinksProjection,
   historyProjection,
 ];

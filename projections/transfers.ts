@@ -23,6 +23,10 @@ export interface TransferRow {
   sender_account_id: string;
   sender_agent_id: string | null;
   sender_person_id: string | null;
+  /** Mode `request`: the e-mail address the sender typed, sealed (decisions 6.5); else null. */
+  sender_email: string | null;
+  /** Mode `request`: the request link it came through. */
+  request_id: string | null;
   recipient: string;
   recipient_person_id: string | null;
   recipient_account_id: string | null;
@@ -79,6 +83,8 @@ function rowOf(id: string, d: Created, position: string): Inserted<TransferRow> 
     recipient: d.recipient,
     recipient_person_id: d.recipientPersonId,
     sender_person_id: d.senderPersonId,
+    sender_email: d.senderEmail ?? null,
+    request_id: d.requestId ?? null,
     recipient_account_id: d.recipientAccountId,
     recipient_agent_id: d.recipientAgentId,
     status: d.status,
@@ -203,7 +209,10 @@ async function applyTransfers(trx: Knex.Transaction, events: RecordedEvent[]): P
   await flush();
 }
 
-/** Each mode names one person: the recipient of agent-to-human, the sender of human-to-agent. */
+/**
+ * Each mode names one person: the recipient of agent-to-human, the sender of human-to-agent and of
+ * a request (name and address).
+ */
 async function erase(trx: Knex.Transaction, { transferIds }: ErasureEvent["data"]): Promise<void> {
   if (transferIds.length === 0) return;
   await trx("transfers")
@@ -214,4 +223,8 @@ async function erase(trx: Knex.Transaction, { transferIds }: ErasureEvent["data"
     .whereIn("id", transferIds)
     .where({ mode: "human-to-agent" })
     .update({ sender: ERASED });
+  await trx("transfers")
+    .whereIn("id", transferIds)
+    .where({ mode: "request" })
+    .update({ sender: ERASED, sender_email: ERASED });
 }

@@ -13,6 +13,7 @@ import type { OperationSpec } from "./operation.js";
 import { peopleOperations } from "./people.js";
 import { profileOperations } from "./profile.js";
 import { receiptOperations } from "./receipts.js";
+import { requestOperations } from "./requests.js";
 import { resumableOperations } from "./resumable.js";
 import { transferOperations } from "./transfers.js";
 import { webhookOperations } from "./webhooks.js";
@@ -34,6 +35,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...apiKeyOperations,
   ...connectionOperations,
   ...transferOperations,
+  ...requestOperations,
   ...receiptOperations,
   ...resumableOperations,
   ...historyOperations,

@@ -148,6 +148,7 @@ const TAGS: Record<string, string> = {
   directory: "Agents a caller can send to",
   broadcasts: "Announcements from the operator",
   transfers: "Sending and receiving files",
+  requests: "Request links: anyone holding one sends an agent files, encrypted to its key (decisions 10)",
   uploads: "Resumable uploads (tus 1.0.0) on a presigned file's `resumable_url`: the token is the capability",
   history: "History, audit feed and compliance report",
   log: "The transparency log: checkpoints, proofs, the verifiable audit export (decisions 9)",

@@ -1,6 +1,10 @@
 import { z } from "zod";
 import { MAX_FILES_PER_TRANSFER } from "../../domain/file-names.js";
-import { type TransferStatus as DomainTransferStatus, TRANSFER_MODES } from "../../domain/transfer.js";
+import {
+  type TransferStatus as DomainTransferStatus,
+  TRANSFER_MODES,
+  type TransferMode as TransferModeName,
+} from "../../domain/transfer.js";
 import {
   byteCount,
   count,
@@ -30,6 +34,17 @@ export const ExpiresIn = named("ExpiresIn", z.enum(Object.keys(EXPIRES_IN_SECOND
 });
 
 export const TransferMode = named("TransferMode", z.enum(TRANSFER_MODES), {
+  description:
+    "Who sends to whom: an agent or a person on either side; `request`: someone answering a request link",
+});
+
+/** The modes a caller asks for: `request` transfers come through a request link only (decisions 10.2). */
+const SEND_MODES = [
+  "agent-to-agent",
+  "agent-to-human",
+  "human-to-agent",
+] as const satisfies readonly TransferModeName[];
+export const SendMode = named("SendMode", z.enum(SEND_MODES), {
   description: "Who sends to whom: an agent or a person on either side",
 });
 
@@ -90,7 +105,7 @@ export const TransferForm = named(
     sender,
     recipient,
     recipient_account: recipientAccount,
-    mode: TransferMode,
+    mode: SendMode,
     is_encrypted: formBoolean.default(false),
     message: longTextSchema.optional(),
     auto_delete: formBoolean.default(true).describe("Delete the files once the last download is counted"),
@@ -106,7 +121,7 @@ export const TransferForm = named(
 export const PresignedTransferRequest = named(
   "PresignedTransferRequest",
   z.object({
-    mode: TransferMode,
+    mode: SendMode,
     sender,
     recipient,
     recipient_account: recipientAccount,
@@ -141,6 +156,21 @@ export const PresignedTransferRequest = named(
   },
 );
 
+/**
+ * The sender of a `request` transfer (decisions 10.3): what the person answering the link typed,
+ * never checked by the service, so `verified` is always false and clients show it as such.
+ */
+export const LinkSender = named(
+  "LinkSender",
+  z.object({
+    kind: z.literal("link"),
+    name: z.string().nullable().describe("The name the sender typed, unverified; null when none"),
+    email: z.string().nullable().describe("The e-mail address the sender typed, unverified; null when none"),
+    verified: z.literal(false),
+  }),
+  { description: "Someone without an account who answered a request link: what they typed, unverified" },
+);
+
 export const TransferFileInfo = named(
   "TransferFileInfo",
   z.object({ name: z.string(), size: byteCount, type: z.string().describe("Media type") }),
@@ -156,7 +186,11 @@ export const Transfer = named(
     status: TransferStatus,
     pending_reason: z.string().nullable(),
     mode: TransferMode,
-    sender: z.string(),
+    request_id: z
+      .string()
+      .nullable()
+      .describe("Mode `request`: the request link it came through (decisions 10.3); else null"),
+    sender: z.union([z.string(), LinkSender]),
     recipient: z.string(),
     files: z.array(TransferFileInfo),
     file_count: count,
@@ -178,6 +212,7 @@ export const Transfer = named(
       status: "active",
       pending_reason: null,
       mode: "agent-to-agent",
+      request_id: null,
       sender: "report-bot",
       recipient: "archive-bot",
       files: [{ name: "report.pdf", size: 52431, type: "application/pdf" }],
@@ -258,20 +293,24 @@ export const TransferDownload = named(
   },
 );
 
+export const PresignedUploadLink = named(
+  "PresignedUploadLink",
+  z.object({
+    file_id: z.string(),
+    file_name: z.string(),
+    upload_url: z.string(),
+    resumable_url: z.string().describe("The same file as a tus 1.0.0 upload resource (decisions 7.1)"),
+    method: z.literal("PUT"),
+    headers: z.record(z.string(), z.string()).describe("Headers the upload must carry"),
+  }),
+  { description: "Where one file of a presigned transfer is uploaded (decisions 3.16, 7.1)" },
+);
+
 export const PresignedTransfer = named(
   "PresignedTransfer",
   z.object({
     id: z.string(),
-    upload_urls: z.array(
-      z.object({
-        file_id: z.string(),
-        file_name: z.string(),
-        upload_url: z.string(),
-        resumable_url: z.string().describe("The same file as a tus 1.0.0 upload resource (decisions 7.1)"),
-        method: z.literal("PUT"),
-        headers: z.record(z.string(), z.string()).describe("Headers the upload must carry"),
-      }),
-    ),
+    upload_urls: z.array(PresignedUploadLink),
     confirm_url: z.string(),
     expires_at: timestamp.describe("When the upload links expire"),
   }),

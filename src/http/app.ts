@@ -31,6 +31,7 @@ import { humanRoutes } from "./routes/humans.js";
 import { logRoutes } from "./routes/log.js";
 import { profileRoutes } from "./routes/profile.js";
 import { receiptRoutes } from "./routes/receipts.js";
+import { requestRoutes } from "./routes/requests.js";
 import { resumableRoutes } from "./routes/resumable.js";
 import { transferRoutes } from "./routes/transfers.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -121,6 +122,7 @@ export async function buildApp(service: Service, options: AppOptions = {}): Prom
   await app.register(profileRoutes(context));
   await app.register(broadcastRoutes(context));
   await app.register(transferRoutes(context));
+  await app.register(requestRoutes(context));
   await app.register(historyRoutes(context));
   await app.register(logRoutes(context));
   await app.register(receiptRoutes(context));

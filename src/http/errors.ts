@@ -66,6 +66,8 @@ const DOMAIN_ERRORS: Record<DomainErrorCode, { status: number; code?: string }> 
   KEY_LIMIT_REACHED: { status: 403 },
   NOT_FOUND: { status: 404 },
   QUOTA_EXCEEDED: { status: 403 },
+  // Decisions 10.2: a used, expired or revoked request link.
+  REQUEST_CLOSED: { status: 410 },
   SELF_CONNECTION: { status: 400 },
   // Spec section 7: a full storage answers like a file that is too large (domain/storage-quota.ts).
   STORAGE_FULL: { status: 413, code: "FILE_TOO_LARGE" },

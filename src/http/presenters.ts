@@ -1,6 +1,7 @@
 import { ERASED } from "../../domain/personal-data.js";
 import type { PlanLimits } from "../../domain/plan-limits.js";
 import type { Transfer, TransferFile } from "../../domain/transfer.js";
+import type { PresignedRequest } from "../blobs/port.js";
 import type { Agent } from "../contract/agents.js";
 import type { AccountRow } from "../queries/accounts.js";
 import type { AgentRow } from "../queries/agents.js";
@@ -101,4 +102,16 @@ export function presentDownload(transfer: Transfer, links: { file: TransferFile;
     sender_public_key: e.senderPublicKey,
     recipient_public_key: e.recipientPublicKey,
   };
+}
+
+/** The upload links of a presigned transfer (decisions 3.16, 7.1), one per file in order. */
+export function presentUploadLinks(uploads: { file: TransferFile; link: PresignedRequest }[]) {
+  return uploads.map(({ file, link }) => ({
+    file_id: file.fileId,
+    file_name: file.name,
+    upload_url: link.url,
+    resumable_url: link.resumableUrl,
+    method: link.method,
+    headers: link.headers,
+  }));
 }

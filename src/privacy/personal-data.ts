@@ -59,6 +59,19 @@ export class PersonalData {
     return person;
   }
 
+  /**
+   * A person known by no address (someone who answered a request link with a name only, decisions
+   * 10.3): a fresh data key whose look-up no address can match, erased with what it sealed.
+   */
+  async newPerson(): Promise<string> {
+    const personId = randomUUID();
+    await this.db.raw(
+      "insert into personal_data_keys (person_id, lookup, sealed_key, created_at) values (?, ?, ?, now())",
+      [personId, `none:${personId}`, seal(this.serverKey, KEY_PURPOSE, randomBytes(32))],
+    );
+    return personId;
+  }
+
   /** The person behind an address, or null when there is none (never seen, or erased). */
   async findPerson(email: string): Promise<string | null> {
     return this.findByLookup(this.lookupOf(email));

@@ -11,6 +11,8 @@ export type TransferView = Pick<
   | "pending_reason"
   | "mode"
   | "sender"
+  | "sender_email"
+  | "request_id"
   | "recipient"
   | "files"
   | "file_count"
@@ -31,6 +33,8 @@ export function viewOf(transfer: Transfer): TransferView {
     pending_reason: record.pendingReason,
     mode: record.mode,
     sender: record.sender,
+    sender_email: record.senderEmail ?? null,
+    request_id: record.requestId ?? null,
     recipient: record.recipient,
     files: record.files,
     file_count: record.files.length,
@@ -45,6 +49,20 @@ export function viewOf(transfer: Transfer): TransferView {
   };
 }
 
+/**
+ * Who sent it as a Transfer shows it: a slug or an address, or for a request link (decisions
+ * 10.3) what the person typed, marked unverified (an empty name is none).
+ */
+function senderOf(row: Pick<TransferView, "mode" | "sender" | "sender_email">) {
+  if (row.mode !== "request") return row.sender;
+  return {
+    kind: "link" as const,
+    name: row.sender || null,
+    email: row.sender_email,
+    verified: false as const,
+  };
+}
+
 /** The Transfer of spec 2.3, with the status a reader sees now (decisions 3.13). */
 export function presentTransfer(row: TransferView, baseUrl: string, now: Date) {
   const expiresAt = iso(row.expires_at);
@@ -55,7 +73,8 @@ export function presentTransfer(row: TransferView, baseUrl: string, now: Date) {
     status: statusAt(row.status, expiresAt, now.toISOString()),
     pending_reason: row.pending_reason,
     mode: row.mode,
-    sender: row.sender,
+    request_id: row.request_id,
+    sender: senderOf(row),
     recipient: row.recipient,
     files: row.files.map((file) => ({ name: file.name, size: file.size, type: file.type })),
     file_count: row.file_count,

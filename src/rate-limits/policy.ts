@@ -88,3 +88,14 @@ export const ACCOUNT_MAIL_REQUESTS = { name: "account-mail", limit: 5, windowMs:
  * keep-alive interval, a fair wait for one of them to end.
  */
 export const OPEN_EVENT_STREAMS = { name: "open-event-streams", limit: 10, retryAfterSeconds: 15 } as const;
+
+/**
+ * Decisions 10.2: requests per request-link token (the by-token endpoints, which take no other
+ * credential), counted under a digest of the token in fixed windows on the service clock. Enough
+ * for a person sending several times over; too few to probe a link or flood its agent.
+ */
+export const REQUEST_TOKEN_REQUESTS = {
+  name: "request-token",
+  limit: 10,
+  windowMs: RATE_LIMIT_WINDOW_MS,
+} as const;

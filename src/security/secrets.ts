@@ -72,6 +72,22 @@ export function agentIdOfConnectionToken(token: string): string | null {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+export const REQUEST_TOKEN_PREFIX = "hrq_";
+const REQUEST_TOKEN = /^hrq_[A-Za-z0-9_-]{32}$/;
+
+/**
+ * Decisions 10.1: a request link's token, `hrq_` + 32 base64url characters (192 random bits). Only
+ * its digest is kept (sha256Hex, as for API keys); the token itself is shown once.
+ */
+export function newRequestToken(): string {
+  return `${REQUEST_TOKEN_PREFIX}${randomBytes(24).toString("base64url")}`;
+}
+
+/** True when the token has a request token's shape: a cheap filter before any look-up. */
+export function requestTokenWellFormed(token: string): boolean {
+  return REQUEST_TOKEN.test(token);
+}
+
 export function newClaimCode(): string {
   return `ADR-${randomString(4, CLAIM_ALPHABET)}-${randomString(4, CLAIM_ALPHABET)}`;
 }

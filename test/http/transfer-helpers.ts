@@ -84,6 +84,7 @@ export const TRANSFER_KEYS = [
   "mode",
   "pending_reason",
   "recipient",
+  "request_id",
   "sender",
   "status",
   "total_size",

@@ -722,6 +722,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's request links, newest first (never their tokens) */
+        get: operations["listRequests"];
+        put?: never;
+        /** Create a request link: anyone holding it can send the agent files, encrypted to its key */
+        post: operations["createRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One request link (never its token) */
+        get: operations["getRequest"];
+        put?: never;
+        post?: never;
+        /** Revoke a request link: it answers 410 REQUEST_CLOSED from now on */
+        delete: operations["revokeRequest"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests/by-token/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a request link asks for, and the agent key to encrypt to (the token is the credential) */
+        get: operations["getRequestByToken"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests/by-token/{token}/transfers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Declare encrypted files for a request link; limits are checked before any byte */
+        post: operations["sendToRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests/by-token/{token}/transfers/{transfer_id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Activate a transfer sent through a request link once its files are stored; counts one use */
+        post: operations["confirmRequestTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/transfers/{id}/receipts": {
         parameters: {
             query?: never;
@@ -1361,6 +1448,11 @@ export interface components {
             };
             erasures: number;
         };
+        /** @description The transfer, active once confirmed */
+        ConfirmedRequestTransfer: {
+            transfer_id: string;
+            status: string;
+        };
         /** @description A two-step registration completed */
         ConnectedAgent: {
             agent_id: string;
@@ -1571,6 +1663,52 @@ export interface components {
              */
             created_at: string;
         };
+        /**
+         * @description A new request link, with its token and page
+         * @example {
+         *       "id": "5a0c7e1e-8f7b-4c1e-9d51-2f0f6f3b9a10",
+         *       "token": "hrq_4kz8Qm1vW0pR7tY2nB5xC9dF3gH6jK8L",
+         *       "url": "http://127.0.0.1:8080/r/hrq_4kz8Qm1vW0pR7tY2nB5xC9dF3gH6jK8L",
+         *       "agent": "invoice-bot",
+         *       "title": "Your March invoice",
+         *       "message": "PDF please",
+         *       "max_files": 3,
+         *       "max_total_size": 52428800,
+         *       "expires_at": "2026-01-08T12:00:00.000Z",
+         *       "max_uses": 1,
+         *       "uses": 0,
+         *       "status": "active",
+         *       "created_at": "2026-01-01T12:00:00.000Z"
+         *     }
+         */
+        IssuedRequestLink: {
+            /** Format: uuid */
+            id: string;
+            /** @description `hrq_` + 32 base64url characters: shown this once, never again */
+            token: string;
+            /** @description {PUBLIC_BASE_URL}/r/{token}: the page a person opens to send */
+            url: string;
+            /** @description The receiving agent's slug */
+            agent: string;
+            title: string;
+            message: string | null;
+            max_files: number;
+            /** Format: int64 */
+            max_total_size: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 time (UTC)
+             */
+            expires_at: string;
+            max_uses: number;
+            uses: number;
+            status: components["schemas"]["RequestStatus"];
+            /**
+             * Format: date-time
+             * @description ISO 8601 time (UTC)
+             */
+            created_at: string;
+        };
         /** @description How the receiving key pair is derived from the person's passphrase */
         Kdf: {
             /** @constant */
@@ -1597,6 +1735,17 @@ export interface components {
             /** @description The signed note of the tree the proof is against */
             checkpoint: string;
             inclusion: string[];
+        };
+        /** @description Someone without an account who answered a request link: what they typed, unverified */
+        LinkSender: {
+            /** @constant */
+            kind: "link";
+            /** @description The name the sender typed, unverified; null when none */
+            name: string | null;
+            /** @description The e-mail address the sender typed, unverified; null when none */
+            email: string | null;
+            /** @constant */
+            verified: false;
         };
         /** @description A leaf of the log: its bytes are this object's RFC 8785 canonical JSON (decisions 9.1) */
         LogEntry: {
@@ -1732,19 +1881,7 @@ export interface components {
          */
         PresignedTransfer: {
             id: string;
-            upload_urls: {
-                file_id: string;
-                file_name: string;
-                upload_url: string;
-                /** @description The same file as a tus 1.0.0 upload resource (decisions 7.1) */
-                resumable_url: string;
-                /** @constant */
-                method: "PUT";
-                /** @description Headers the upload must carry */
-                headers: {
-                    [key: string]: string;
-                };
-            }[];
+            upload_urls: components["schemas"]["PresignedUploadLink"][];
             confirm_url: string;
             /**
              * Format: date-time
@@ -1768,7 +1905,7 @@ export interface components {
          *     }
          */
         PresignedTransferRequest: {
-            mode: components["schemas"]["TransferMode"];
+            mode: components["schemas"]["SendMode"];
             /** @description The sending agent's slug, or the sender's e-mail address */
             sender: string;
             /** @description The receiving agent's slug, or a person's e-mail address */
@@ -1803,6 +1940,20 @@ export interface components {
             encryption_algorithm?: "AES-256-GCM";
             /** @description The sender's Ed25519 signature (base64) */
             sender_signature?: string;
+        };
+        /** @description Where one file of a presigned transfer is uploaded (decisions 3.16, 7.1) */
+        PresignedUploadLink: {
+            file_id: string;
+            file_name: string;
+            upload_url: string;
+            /** @description The same file as a tus 1.0.0 upload resource (decisions 7.1) */
+            resumable_url: string;
+            /** @constant */
+            method: "PUT";
+            /** @description Headers the upload must carry */
+            headers: {
+                [key: string]: string;
+            };
         };
         /** @description Everything an agent needs at start-up, in one call (spec 4.8) */
         Profile: {
@@ -1898,6 +2049,28 @@ export interface components {
                     mcp: string;
                 };
             };
+        };
+        /** @description What a request link shows whoever holds its token: never the account or its other agents */
+        PublicRequest: {
+            title: string;
+            message: string | null;
+            agent: {
+                agent_id: string;
+                name: string | null;
+                /** @description X25519 (base64): encrypt the content key to it (decisions 5.2) */
+                public_key: string;
+                key_version: number;
+            };
+            max_files: number;
+            /** Format: int64 */
+            max_total_size: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 time (UTC)
+             */
+            expires_at: string;
+            ask_sender_name: boolean;
+            ask_sender_email: boolean;
         };
         /**
          * @description Every store answers, the blob disk has room and the projections are caught up
@@ -2012,6 +2185,98 @@ export interface components {
             created_at: string;
             message: string;
         };
+        /** @description A request link (never its token, shown once at creation) */
+        RequestLink: {
+            /** Format: uuid */
+            id: string;
+            /** @description The receiving agent's slug */
+            agent: string;
+            title: string;
+            message: string | null;
+            max_files: number;
+            /** Format: int64 */
+            max_total_size: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 time (UTC)
+             */
+            expires_at: string;
+            max_uses: number;
+            uses: number;
+            status: components["schemas"]["RequestStatus"];
+            /**
+             * Format: date-time
+             * @description ISO 8601 time (UTC)
+             */
+            created_at: string;
+        };
+        /**
+         * @description A request link to create (decisions 10.1)
+         * @example {
+         *       "title": "Your March invoice",
+         *       "message": "PDF please",
+         *       "max_files": 3,
+         *       "expires_in": "7d"
+         *     }
+         */
+        RequestLinkCreation: {
+            /** @description The receiving agent's slug (else X-Service-Agent, else the account's first agent) */
+            agent?: string;
+            title: string;
+            message?: string;
+            /** @default 10 */
+            max_files?: number;
+            /**
+             * Format: int64
+             * @description Bytes as uploaded (encrypted); default and ceiling: the plan's maximum file size
+             */
+            max_total_size?: number;
+            /** @description Default 7d, within the plan's retention */
+            expires_in?: components["schemas"]["ExpiresIn"];
+            /** @default 1 */
+            max_uses?: number;
+            /** @default false */
+            ask_sender_name?: boolean;
+            /** @default false */
+            ask_sender_email?: boolean;
+        };
+        /** @description Request links */
+        RequestLinkList: {
+            requests: components["schemas"]["RequestLink"][];
+        };
+        /**
+         * @description active: takes files; used: its uses are spent; expired; revoked by its owner
+         * @enum {string}
+         */
+        RequestStatus: "active" | "used" | "expired" | "revoked";
+        /** @description A transfer through a request link: upload each file (PUT or tus), then confirm */
+        RequestTransfer: {
+            transfer_id: string;
+            upload_urls: components["schemas"]["PresignedUploadLink"][];
+            /** @description POST it, with no credential, once every file is uploaded */
+            confirm_url: string;
+        };
+        /** @description Files sent through a request link, declared before any byte; always encrypted */
+        RequestTransferCreation: {
+            files: {
+                name: string;
+                /**
+                 * Format: int64
+                 * @description Bytes as uploaded: the HOE1 file (decisions 5.3)
+                 */
+                size: number;
+                /** @default application/octet-stream */
+                content_type?: string;
+                /** @description base64 of the file's HOE1 salt */
+                encryption_iv: string;
+            }[];
+            /** @description The content key wrapped to the agent's key (base64) */
+            encrypted_key: string;
+            recipient_key_version?: number;
+            sender_name?: string;
+            /** Format: email */
+            sender_email?: string;
+        };
         /** @description The keys to encrypt for an agent or a person (spec 4.7) */
         ResolvedAgent: {
             /** @description The agent's slug, or the person's e-mail address */
@@ -2065,6 +2330,11 @@ export interface components {
         SendableAgentList: {
             agents: components["schemas"]["SendableAgent"][];
         };
+        /**
+         * @description Who sends to whom: an agent or a person on either side
+         * @enum {string}
+         */
+        SendMode: "agent-to-agent" | "agent-to-human" | "human-to-agent";
         /** @description A session */
         Session: {
             /** @description The session token (`hss_…`): the Bearer credential of later requests */
@@ -2098,6 +2368,7 @@ export interface components {
          *       "status": "active",
          *       "pending_reason": null,
          *       "mode": "agent-to-agent",
+         *       "request_id": null,
          *       "sender": "report-bot",
          *       "recipient": "archive-bot",
          *       "files": [
@@ -2125,7 +2396,9 @@ export interface components {
             status: components["schemas"]["TransferStatus"];
             pending_reason: string | null;
             mode: components["schemas"]["TransferMode"];
-            sender: string;
+            /** @description Mode `request`: the request link it came through (decisions 10.3); else null */
+            request_id: string | null;
+            sender: string | components["schemas"]["LinkSender"];
             recipient: string;
             files: components["schemas"]["TransferFileInfo"][];
             file_count: number;
@@ -2218,7 +2491,7 @@ export interface components {
             recipient: string;
             /** @description The recipient's account (id or e-mail), when the slug is on several connected accounts */
             recipient_account?: string;
-            mode: components["schemas"]["TransferMode"];
+            mode: components["schemas"]["SendMode"];
             /** @enum {string} */
             is_encrypted?: "0" | "1" | "true" | "false";
             message?: string;
@@ -2241,10 +2514,10 @@ export interface components {
             sender_signature?: string;
         };
         /**
-         * @description Who sends to whom: an agent or a person on either side
+         * @description Who sends to whom: an agent or a person on either side; `request`: someone answering a request link
          * @enum {string}
          */
-        TransferMode: "agent-to-agent" | "agent-to-human" | "human-to-agent";
+        TransferMode: "agent-to-agent" | "agent-to-human" | "human-to-agent" | "request";
         /** @description A page of transfers, newest first */
         TransferPage: {
             transfers: components["schemas"]["Transfer"][];
@@ -7839,6 +8112,752 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    listRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLinkList"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    createRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters. The same key with the same request within 24 hours answers the first answer again (with Idempotent-Replayed: true); with another request, 409 IDEMPOTENCY_CONFLICT */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+                /** @description The slug of the connected agent of the account this request acts as */
+                "X-Service-Agent"?: components["parameters"]["X-Service-Agent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RequestLinkCreation"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedRequestLink"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A conflict with the current state (IDEMPOTENCY_CONFLICT when an Idempotency-Key was used with another request) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLink"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    revokeRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLink"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNAUTHORIZED: the credential is missing, of the wrong kind, invalid, revoked or expired */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    getRequestByToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The link's token (`hrq_…`) */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicRequest"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    sendToRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters. The same key with the same request within 24 hours answers the first answer again (with Idempotent-Replayed: true); with another request, 409 IDEMPOTENCY_CONFLICT */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description The link's token (`hrq_…`) */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RequestTransferCreation"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestTransfer"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FORBIDDEN, or a limit of the plan (QUOTA_EXCEEDED, KEY_LIMIT_REACHED, EMAIL_NOT_VERIFIED) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A conflict with the current state (IDEMPOTENCY_CONFLICT when an Idempotency-Key was used with another request) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            "4XX": components["responses"]["ProtocolRefusal"];
+        };
+    };
+    confirmRequestTransfer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 characters. The same key with the same request within 24 hours answers the first answer again (with Idempotent-Replayed: true); with another request, 409 IDEMPOTENCY_CONFLICT */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description The link's token (`hrq_…`) */
+                token: string;
+                transfer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfirmedRequestTransfer"];
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR naming the field in `details`, or a more specific code */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description NOT_FOUND: no such resource visible to the caller */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A conflict with the current state (IDEMPOTENCY_CONFLICT when an Idempotency-Key was used with another request) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GONE: the resource existed but no longer takes this request */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description FILE_TOO_LARGE or PAYLOAD_TOO_LARGE: a limit on the body or the storage was reached */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not of the media type this operation takes */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description RATE_LIMITED: too many requests; retry after the seconds of Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: a dependency (the database, the event store, blob storage) is away; retry after the seconds of Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {

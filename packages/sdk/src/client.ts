@@ -13,6 +13,7 @@ import { type ListenOptions, listen } from "./listen.js";
 import { defaultLogPath, LogWitness } from "./log-witness.js";
 import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
+import { type RequestSendOptions, sendToRequest } from "./request-send.js";
 import { PRESIGNED_THRESHOLD, resumeSend, type SendOptions, type SendState, send } from "./send.js";
 import { type KeyProof, type Receipt, signReceipt } from "./transparency/index.js";
 import type {
@@ -26,14 +27,18 @@ import type {
   BroadcastPage,
   BroadcastSeverity,
   ComplianceReport,
+  ConfirmedRequestTransfer,
   Connection,
   ConnectionList,
   History,
   HistoryEntry,
   InboxPage,
   IssuedApiKey,
+  IssuedRequestLink,
   ListedAgent,
   Profile,
+  RequestLink,
+  RequestLinkList,
   ResolvedAgent,
   RevokedApiKey,
   SendableAgent,
@@ -525,6 +530,57 @@ export class HandoffClient {
     });
   }
 
+  /**
+   * A request link to `options.agent` (default: this client's identity's agent, else the account's
+   * first): anyone holding it may send that agent files, encrypted to its key (decisions 10.1).
+   * The answer's `token` and `url` are shown this once.
+   */
+  createRequest(options: RequestOptions): Promise<IssuedRequestLink> {
+    return this.transport.json<IssuedRequestLink>({
+      method: "POST",
+      url: "/v1/requests",
+      idempotent: true,
+      json: {
+        title: options.title,
+        message: options.message,
+        agent: options.agent,
+        max_files: options.maxFiles,
+        max_total_size: options.maxTotalSize,
+        expires_in: options.expiresIn,
+        max_uses: options.maxUses,
+        ask_sender_name: options.askSenderName,
+        ask_sender_email: options.askSenderEmail,
+      },
+    });
+  }
+
+  /** The account's request links, newest first (never their tokens). */
+  async listRequests(): Promise<RequestLink[]> {
+    const answer = await this.transport.json<RequestLinkList>({
+      method: "GET",
+      url: "/v1/requests",
+      idempotent: true,
+    });
+    return answer.requests;
+  }
+
+  /** Revokes a request link: it answers 410 REQUEST_CLOSED from now on. */
+  revokeRequest(id: string): Promise<RequestLink> {
+    return this.transport.json<RequestLink>({
+      method: "DELETE",
+      url: `/v1/requests/${encodeURIComponent(id)}`,
+      idempotent: true,
+    });
+  }
+
+  /**
+   * Answers someone's request link: the files go encrypted to the agent the link names, with the
+   * link's token alone (no API key is sent to the link's service). See request-send.ts.
+   */
+  sendToRequest(options: RequestSendOptions): Promise<ConfirmedRequestTransfer> {
+    return sendToRequest(this.transport, options);
+  }
+
   /** Invites another account, by e-mail or UUID, to connect (decisions 3.18). */
   inviteConnection(account: string): Promise<Connection> {
     return this.transport.json<Connection>({
@@ -552,6 +608,22 @@ export class HandoffClient {
       idempotent: true,
     });
   }
+}
+
+/** What a new request link asks for (decisions 10.1); the plan's defaults fill the rest. */
+export interface RequestOptions {
+  title: string;
+  message?: string;
+  /** The receiving agent's slug. */
+  agent?: string;
+  maxFiles?: number;
+  /** Bytes as uploaded (encrypted). */
+  maxTotalSize?: number;
+  /** `1h`, `12h`, `24h`, `7d`, `14d`, `30d` or `90d`. */
+  expiresIn?: string;
+  maxUses?: number;
+  askSenderName?: boolean;
+  askSenderEmail?: boolean;
 }
 
 const agentPath = (id: string) => `/v1/agents/${encodeURIComponent(id)}`;

@@ -1,5 +1,5 @@
 /** @handoff/sdk: the client side of Handoff. */
-export { HandoffClient, type HandoffClientOptions } from "./client.js";
+export { HandoffClient, type HandoffClientOptions, type RequestOptions } from "./client.js";
 export * from "./crypto/index.js";
 export {
   HandoffApiError,
@@ -17,6 +17,7 @@ export { defaultLogPath, LogWitness } from "./log-witness.js";
 export { nodeAesGcm } from "./node-aes-gcm.js";
 export { defaultPinsPath } from "./pins.js";
 export type { ReceiptOutcome, ReceivedFile, ReceiveOptions, ReceiveResult } from "./receive.js";
+export { parseRequestLink, type RequestSendOptions } from "./request-send.js";
 export { MAX_STALLED_ATTEMPTS, RESUMABLE_FROM } from "./resumable.js";
 export {
   PRESIGNED_THRESHOLD,
@@ -25,6 +26,7 @@ export {
   type SendState,
   type SendStateFile,
 } from "./send.js";
+export { senderLabel, sendingAgent } from "./sender.js";
 export {
   createFileScan,
   DEFAULT_SHIELD_LEVEL,

@@ -15,6 +15,7 @@ import type { Transport } from "./http.js";
 import type { Identity } from "./identity.js";
 import { nodeAesGcm } from "./node-aes-gcm.js";
 import type { Progress } from "./send.js";
+import { sendingAgent } from "./sender.js";
 import {
   createFileScan,
   DEFAULT_SHIELD_LEVEL,
@@ -298,6 +299,7 @@ async function senderKeys(
 
 /** Decisions 5.4: the signature over the file list, checked before a byte of any file is fetched. */
 function verifySender(transfer: Transfer, download: DownloadAnswer, sender: ResolvedAgent | null): void {
+  const slug = sendingAgent(transfer) ?? "";
   const fail = (code: string, message: string) => new HandoffTransferError(code, message, transfer.id);
   const signature = download.sender_signature;
   if (sender === null) {
@@ -309,7 +311,7 @@ function verifySender(transfer: Transfer, download: DownloadAnswer, sender: Reso
     if (signature !== null) {
       throw fail(
         "SIGNATURE_INVALID",
-        `sender '${transfer.sender}' has no signing key, yet transfer ${transfer.id} is signed`,
+        `sender '${slug}' has no signing key, yet transfer ${transfer.id} is signed`,
       );
     }
     // A sender without a signing key cannot sign (5.4 signs "with a signing key"): nothing to check.
@@ -318,7 +320,7 @@ function verifySender(transfer: Transfer, download: DownloadAnswer, sender: Reso
   if (signature === null) {
     throw fail(
       "SIGNATURE_MISSING",
-      `transfer ${transfer.id} is not signed, though its sender '${transfer.sender}' has a signing key`,
+      `transfer ${transfer.id} is not signed, though its sender '${slug}' has a signing key`,
     );
   }
   const files = download.files.map((file) => ({
@@ -328,7 +330,7 @@ function verifySender(transfer: Transfer, download: DownloadAnswer, sender: Reso
   const valid = verifyTransfer(
     fromBase64(sender.signing_public_key),
     {
-      sender: transfer.sender,
+      sender: slug,
       recipient: transfer.recipient,
       recipientKeyVersion: download.recipient_key_version ?? 0,
       encryptedKey: download.encrypted_key ?? "",
@@ -339,7 +341,7 @@ function verifySender(transfer: Transfer, download: DownloadAnswer, sender: Reso
   if (!valid) {
     throw fail(
       "SIGNATURE_INVALID",
-      `the signature of transfer ${transfer.id} does not verify against the signing key of '${transfer.sender}'`,
+      `the signature of transfer ${transfer.id} does not verify against the signing key of '${slug}'`,
     );
   }
 }
@@ -430,10 +432,9 @@ export async function receive(
 
   let contentKey: Uint8Array | null = null;
   if (download.is_encrypted) {
+    const agent = sendingAgent(transfer);
     const sender =
-      transfer.mode === "human-to-agent"
-        ? null
-        : await senderKeys(context, transfer.sender, download, options.acceptRotation ?? false);
+      agent === null ? null : await senderKeys(context, agent, download, options.acceptRotation ?? false);
     verifySender(transfer, download, sender);
     if (!download.encrypted_key) {
       throw new HandoffTransferError(

@@ -24,10 +24,10 @@ import type {
   ExpiresIn,
   PresignedAnswer,
   ResolvedAgent,
+  SendMode,
   Transfer,
   TransferFields,
   TransferForm,
-  TransferMode,
 } from "./types.js";
 
 /** Bytes of one file moved so far (plaintext), out of its plaintext size. */
@@ -96,7 +96,7 @@ export interface SendContext {
 }
 
 /** One file as it goes out: opened afresh for each attempt, identical bytes each time. */
-interface Outgoing {
+export interface Outgoing {
   name: string;
   type: string;
   wireSize: number;
@@ -116,7 +116,7 @@ interface Sealing {
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
-interface LocalFile {
+export interface LocalFile {
   path: string;
   name: string;
   type: string;
@@ -161,6 +161,14 @@ function localFile(path: string, name: string, info: { size: number; mtimeMs: nu
   return { path, name, type, size: info.size, modifiedMs: info.mtimeMs };
 }
 
+/** A fresh content key wrapped to `publicKey` (5.2), and a fresh salt for each of `count` files (5.3). */
+export async function wrapFor(publicKey: string, count: number) {
+  const contentKey = newContentKey();
+  const encryptedKey = await wrapContentKey(contentKey, fromBase64(publicKey));
+  const salts = Array.from({ length: count }, () => new Uint8Array(randomBytes(SALT_SIZE)));
+  return { contentKey, encryptedKey, salts };
+}
+
 async function seal(context: SendContext, options: SendOptions, files: LocalFile[]): Promise<Sealing> {
   const recipient = await context.resolve(options.to, {
     ...(options.account !== undefined ? { account: options.account } : {}),
@@ -169,9 +177,7 @@ async function seal(context: SendContext, options: SendOptions, files: LocalFile
   // resolve() refuses an agent without keys, so both are set here.
   const publicKey = recipient.public_key as string;
   const recipientKeyVersion = recipient.key_version as number;
-  const contentKey = newContentKey();
-  const encryptedKey = await wrapContentKey(contentKey, fromBase64(publicKey));
-  const salts = files.map(() => new Uint8Array(randomBytes(SALT_SIZE)));
+  const { contentKey, encryptedKey, salts } = await wrapFor(publicKey, files.length);
   const signature = signTransfer(context.identity.ed25519.privateKey, {
     sender: context.identity.agentId,
     recipient: options.to,
@@ -191,7 +197,7 @@ interface FileSealing {
   salt: Uint8Array;
 }
 
-function outgoing(
+export function outgoing(
   file: LocalFile,
   sealing: FileSealing | null,
   onProgress: SendOptions["onProgress"],
@@ -226,7 +232,7 @@ function fileSealing(sealing: Sealing | null, index: number): FileSealing | null
 function transferFields(
   context: SendContext,
   options: SendOptions,
-  mode: TransferMode,
+  mode: SendMode,
   sealing: Sealing | null,
 ): TransferFields {
   return {
@@ -300,15 +306,25 @@ async function sendPresigned(transport: Transport, send: PresignedSend): Promise
       })),
     },
   });
-  const links = files.map((file, index) => {
-    const link = created.upload_urls[index];
-    if (link?.file_name !== file.name)
-      throw new HandoffError("UNEXPECTED_ANSWER", `the server gave no upload link for ${file.name}`);
-    return link;
-  });
+  const links = linksInOrder(files, created.upload_urls);
   await send.onStarted?.(sendState(created, send.files, links, send.sealing));
+  await uploadFiles(transport, files, links);
+  return confirm(transport, created.id);
+}
+
+type UploadLink = PresignedAnswer["upload_urls"][number];
+
+/**
+ * Sends each file to its upload link, in order: from RESUMABLE_FROM bytes through its tus
+ * resource, resumed from the server's offset if the connection drops (decisions 7.2), else one PUT.
+ */
+export async function uploadFiles(
+  transport: Transport,
+  files: Outgoing[],
+  links: UploadLink[],
+): Promise<void> {
   for (const [index, file] of files.entries()) {
-    const link = links[index] as (typeof links)[number];
+    const link = links[index] as UploadLink;
     if (file.wireSize >= RESUMABLE_FROM) {
       await uploadResumable(transport, {
         url: link.resumable_url,
@@ -328,7 +344,16 @@ async function sendPresigned(transport: Transport, send: PresignedSend): Promise
       }),
     });
   }
-  return confirm(transport, created.id);
+}
+
+/** Upload links in the order of `files`, each checked to name its file. */
+export function linksInOrder(files: Outgoing[], links: UploadLink[]): UploadLink[] {
+  return files.map((file, index) => {
+    const link = links[index];
+    if (link?.file_name !== file.name)
+      throw new HandoffError("UNEXPECTED_ANSWER", `the server gave no upload link for ${file.name}`);
+    return link;
+  });
 }
 
 function sendState(
@@ -418,21 +443,27 @@ async function unchangedFile(file: SendStateFile): Promise<LocalFile> {
   return localFile(file.path, file.name, info);
 }
 
-/**
- * Sends files (decisions 5.2–5.4): resolves and pins the recipient, wraps a fresh content key to
- * it, signs the file list, then streams each file from disk through encryption to the network.
- * An e-mail recipient is agent-to-human: plain multipart, which the server encrypts at rest.
- */
-export async function send(context: SendContext, options: SendOptions): Promise<Transfer> {
-  if (options.paths.length === 0) throw new HandoffError("NO_FILES", "send needs at least one file");
-  const mode: TransferMode = EMAIL.test(options.to) ? "agent-to-human" : "agent-to-agent";
-  const files = (await Promise.all(options.paths.map(localFiles))).flat();
+/** The files `paths` name (folders as 7.3 says), at least one and at most a transfer's worth. */
+export async function filesToSend(paths: string[]): Promise<LocalFile[]> {
+  if (paths.length === 0) throw new HandoffError("NO_FILES", "send needs at least one file");
+  const files = (await Promise.all(paths.map(localFiles))).flat();
   if (files.length === 0) throw new HandoffError("NO_FILES", "the folders given hold no regular file");
   if (files.length > MAX_FILES_PER_TRANSFER)
     throw new HandoffError(
       "TOO_MANY_FILES",
       `a transfer holds at most ${MAX_FILES_PER_TRANSFER} files, not ${files.length}`,
     );
+  return files;
+}
+
+/**
+ * Sends files (decisions 5.2–5.4): resolves and pins the recipient, wraps a fresh content key to
+ * it, signs the file list, then streams each file from disk through encryption to the network.
+ * An e-mail recipient is agent-to-human: plain multipart, which the server encrypts at rest.
+ */
+export async function send(context: SendContext, options: SendOptions): Promise<Transfer> {
+  const mode: SendMode = EMAIL.test(options.to) ? "agent-to-human" : "agent-to-agent";
+  const files = await filesToSend(options.paths);
   const sealing = mode === "agent-to-agent" && !options.plain ? await seal(context, options, files) : null;
   const out = files.map((file, index) => outgoing(file, fileSealing(sealing, index), options.onProgress));
   const fields = transferFields(context, options, mode, sealing);

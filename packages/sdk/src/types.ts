@@ -7,6 +7,8 @@ import type { components } from "./api-types.js";
 type Schema<Name extends keyof components["schemas"]> = components["schemas"][Name];
 
 export type TransferMode = Schema<"TransferMode">;
+/** The modes a sender asks for: `request` transfers come through a request link only. */
+export type SendMode = Schema<"SendMode">;
 export type TransferStatus = Schema<"TransferStatus">;
 
 /** How long a transfer lives: `expires_in` of a send. */
@@ -123,3 +125,21 @@ export type WebhookAttempt = Schema<"WebhookAttempt">;
 
 /** GET /v1/account: the caller's account, its plan's limits and the credential it called with. */
 export type WhoAmI = Schema<"WhoAmI">;
+
+/** POST /v1/requests: a new request link, its token shown this once (decisions 10.1). */
+export type IssuedRequestLink = Schema<"IssuedRequestLink">;
+
+/** A request link as GET /v1/requests shows it: never its token. */
+export type RequestLink = Schema<"RequestLink">;
+
+/** GET /v1/requests. */
+export type RequestLinkList = Schema<"RequestLinkList">;
+
+/** GET /v1/requests/by-token/{token}: what the link asks for and the agent's key. */
+export type PublicRequest = Schema<"PublicRequest">;
+
+/** POST /v1/requests/by-token/{token}/transfers: where each file goes, and the confirm link. */
+export type RequestTransfer = Schema<"RequestTransfer">;
+
+/** The confirm of a transfer through a request link. */
+export type ConfirmedRequestTransfer = Schema<"ConfirmedRequestTransfer">;

@@ -1,4 +1,4 @@
-import type { Transfer, TransferStatus } from "@handoff/sdk";
+import { senderLabel, type Transfer, type TransferStatus } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
 import { confirmed } from "../confirm.js";
 import { accountClient } from "../environment.js";
@@ -43,7 +43,7 @@ export async function transfersList(values: TransfersListOptions): Promise<numbe
     [
       { heading: "ID", value: (t) => t.id },
       { heading: "STATUS", value: (t) => t.status },
-      { heading: "FROM", value: (t) => t.sender },
+      { heading: "FROM", value: (t) => senderLabel(t) },
       { heading: "TO", value: (t) => t.recipient },
       { heading: "FILES", value: (t) => t.file_count },
       { heading: "SIZE", value: (t) => humanBytes(t.total_size) },

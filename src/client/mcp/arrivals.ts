@@ -1,4 +1,4 @@
-import type { HandoffClient, Transfer } from "@handoff/sdk";
+import { type HandoffClient, senderLabel, type Transfer } from "@handoff/sdk";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { inboxEnd } from "../commands/inbox.js";
 import { describeError } from "../errors.js";
@@ -10,7 +10,7 @@ export function arrivalAnnouncement(transfer: Transfer): Announcement {
   const files = transfer.file_count === 1 ? "1 file" : `${transfer.file_count} files`;
   return {
     level: "info",
-    text: `new transfer ${transfer.id} from ${transfer.sender}: ${files}, ${transfer.total_size} bytes (download_transfer fetches it)`,
+    text: `new transfer ${transfer.id} from ${senderLabel(transfer)}: ${files}, ${transfer.total_size} bytes (download_transfer fetches it)`,
   };
 }
 

@@ -5,7 +5,14 @@ import { storedSha256 as hashOfStored } from "../../blobs/stored-hash.js";
 import type { Actor } from "../streams.js";
 import { encryptionOf, partiesInput, type TransferIntent, termsOf } from "./intent.js";
 import { resolveParties } from "./parties.js";
-import { changeTransfer, createTransfer, prepareSender, type TransferDeps } from "./record.js";
+import {
+  type Alongside,
+  changeTransfer,
+  createTransfer,
+  type NewTransfer,
+  prepareSender,
+  type TransferDeps,
+} from "./record.js";
 import { checkFileName, newFileId, newTransferId } from "./upload.js";
 
 /** Decisions 3.16: upload links live an hour, never past the transfer. */
@@ -28,9 +35,6 @@ export async function createPresignedTransfer(
   intent: TransferIntent,
   declared: DeclaredFile[],
 ) {
-  declared.forEach((file, index) => {
-    checkFileName(file.name, `files.${index}.name`);
-  });
   const resolved = await resolveParties(deps, caller.accountId, partiesInput(intent));
   // A person without a receiving key gets files the server encrypts as they stream in, which a
   // direct upload to storage cannot do; one with a key gets what the client encrypted to it.
@@ -42,13 +46,39 @@ export async function createPresignedTransfer(
       "mode",
     );
   }
+  return recordPresignedTransfer(deps, caller, declared, (now) => ({
+    parties: resolved.parties,
+    human: person ? { registered: person.registered, hasReceivingKey: person.hasReceivingKey } : null,
+    terms: termsOf(intent, now),
+    encryption: encryptionOf(intent, resolved),
+  }));
+}
+
+/** A presigned transfer's parties and terms, made once the time of its creation is known. */
+export type PresignedTerms = Pick<NewTransfer, "parties" | "human" | "terms" | "encryption">;
+
+/**
+ * Records a presigned transfer whose parties are settled (by a caller's intent, or by a request
+ * link) and hands out one upload link per file, each also a tus resource (decisions 7.1). The
+ * sizes count against the books of `parties.senderAccountId` as declared.
+ */
+export async function recordPresignedTransfer(
+  deps: TransferDeps,
+  actor: Actor,
+  declared: DeclaredFile[],
+  made: (now: Date) => PresignedTerms,
+) {
+  declared.forEach((file, index) => {
+    checkFileName(file.name, `files.${index}.name`);
+  });
+  const now = deps.clock.now();
+  const { parties, human, terms, encryption } = made(now);
   // Overdue transfers give their storage back before the new one is weighed against it.
   await prepareSender(
     deps,
-    caller.accountId,
+    parties.senderAccountId,
     declared.reduce((sum, file) => sum + file.size, 0),
   );
-  const now = deps.clock.now();
   const files: TransferFile[] = declared.map((file) => ({
     fileId: newFileId(),
     name: file.name,
@@ -57,20 +87,10 @@ export async function createPresignedTransfer(
     encryptionIv: file.encryptionIv,
   }));
   const transferId = newTransferId();
-  const terms = termsOf(intent, now);
   const created = await createTransfer(
     deps,
-    {
-      transferId,
-      presigned: true,
-      parties: resolved.parties,
-      human: person ? { registered: person.registered, hasReceivingKey: person.hasReceivingKey } : null,
-      atRest: null,
-      terms,
-      files,
-      encryption: encryptionOf(intent, resolved),
-    },
-    caller,
+    { transferId, presigned: true, parties, human, atRest: null, terms, files, encryption },
+    actor,
   );
   const linksExpire = new Date(Math.min(now.getTime() + UPLOAD_LINK_MS, Date.parse(terms.expiresAt)));
   const uploads = await Promise.all(
@@ -91,7 +111,13 @@ export async function createPresignedTransfer(
  * is read back once and its SHA-256 recorded, which a recipient's receipt must name (decisions
  * 9.5): the bytes came to the store (or to S3) without passing through a hash of ours.
  */
-export function confirmTransfer(deps: TransferDeps, by: Party, actor: Actor, transferId: string) {
+export function confirmTransfer(
+  deps: TransferDeps,
+  by: Party,
+  actor: Actor,
+  transferId: string,
+  alongside?: Alongside,
+) {
   return changeTransfer(
     deps,
     transferId,
@@ -108,5 +134,6 @@ export function confirmTransfer(deps: TransferDeps, by: Party, actor: Actor, tra
       return { type: "ConfirmUpload" as const, by, uploaded, storedSha256 };
     },
     actor,
+    alongside,
   );
 }

@@ -351,13 +351,15 @@ export type TransferChange =
  * frees is released on the sender's quota stream in the same append, in the books' turn. Many attempts are allowed:
  * parallel downloads of one transfer all contend for its stream, and each must be counted once.
  * `prepare` runs before each decision with the transfer as it stands (a confirm looks at the
- * stored files) and gives what the command needs from outside the log.
+ * stored files) and gives what the command needs from outside the log; `alongside` decides on
+ * another stream in the same append.
  */
 export async function changeTransfer<C extends TransferChange>(
   deps: TransferDeps,
   transferId: string,
   change: C | ((transfer: Transfer) => Promise<C>),
   actor: Actor,
+  alongside?: Alongside,
 ): Promise<{ position: Position | null; transfer: Transfer }> {
   if (!isTransferId(transferId)) throw new DomainError("NOT_FOUND", "no such transfer");
   const handling = { actor, lock: streams.transfer(transferId), attempts: 200 };
@@ -368,12 +370,20 @@ export async function changeTransfer<C extends TransferChange>(
     const command = typeof change === "function" ? await change(before) : change;
     const now = turn.at();
     const events = turn.decide(transferDecider, loaded, { ...command, now } as TransferCommand, undefined);
+    const after = events.reduce(transferDecider.evolve, before) as Transfer;
+    await alongside?.(turn, after);
     if (releasesStorage(before, events)) {
       turn.commitThrough((appends) => releaseStorage(deps, before, appends, actor, now));
     }
-    return { transfer: events.reduce(transferDecider.evolve, before) as Transfer };
+    return { transfer: after };
   });
 }
+
+/**
+ * A decision on another stream that goes in the same atomic append as a transfer's change, given
+ * the transfer as the change leaves it (a request link counts a use as its transfer is confirmed).
+ */
+export type Alongside = (turn: Turn, after: Transfer) => Promise<void>;
 
 /** Records a change that frees the transfer's storage on its sender's books, in the books' turn (booksTurn). */
 async function releaseStorage(

@@ -15,7 +15,13 @@ import { namedAgent } from "../calling-agent.js";
 import { HttpError, notFound, validationError } from "../errors.js";
 import { eventFrame, requireEventStream } from "../event-stream.js";
 import { acceptMultipart, multipartClientError } from "../multipart.js";
-import { presentDownload, presentTransfer, type TransferView, viewOf } from "../presenters.js";
+import {
+  presentDownload,
+  presentTransfer,
+  presentUploadLinks,
+  type TransferView,
+  viewOf,
+} from "../presenters.js";
 import type { RouteContext } from "../route-context.js";
 import { serve } from "../serve.js";
 import { decodeCursor, encodeCursor, intentOf, parseForm } from "../transfer-schemas.js";
@@ -39,6 +45,9 @@ function streamStart(lastEventId: string | string[] | undefined, after: string |
   return after ? decodeCursor(after, "after") : null;
 }
 
+/** The columns of a transfer that may hold a person's sealed data (decisions 6.5, 10.3). */
+const PERSONAL_COLUMNS: (keyof TransferView)[] = ["sender", "sender_email", "recipient"];
+
 export function transferRoutes({
   service,
   settle,
@@ -51,12 +60,12 @@ export function transferRoutes({
 
   /** Transfers as shown: a person's sealed address opened, or "[erased]" (decisions 6.5). */
   async function present(views: TransferView[], now: Date) {
-    const shown = await revealRows(deps.people, views, ["sender", "recipient"]);
+    const shown = await revealRows(deps.people, views, PERSONAL_COLUMNS);
     return shown.map((view) => presentTransfer(view, base, now));
   }
 
   async function presentOne(view: TransferView, now: Date) {
-    return presentTransfer(await revealRow(deps.people, view, ["sender", "recipient"]), base, now);
+    return presentTransfer(await revealRow(deps.people, view, PERSONAL_COLUMNS), base, now);
   }
 
   /** Who asks: the caller's account and, with X-Service-Agent, the agent acting for it. */
@@ -146,14 +155,7 @@ export function transferRoutes({
         const id = created.transfer.record.transferId;
         return reply.status(201).send({
           id,
-          upload_urls: created.uploads.map(({ file, link }) => ({
-            file_id: file.fileId,
-            file_name: file.name,
-            upload_url: link.url,
-            resumable_url: link.resumableUrl,
-            method: link.method,
-            headers: link.headers,
-          })),
+          upload_urls: presentUploadLinks(created.uploads),
           confirm_url: `${base}/v1/transfers/${id}/confirm`,
           expires_at: created.linksExpire.toISOString(),
         });

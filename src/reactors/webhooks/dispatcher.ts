@@ -132,10 +132,20 @@ export class WebhookDispatcher {
     this.attempts.add(attempt);
   }
 
-  /** The body as sent: personal data opened now (an erased person reads "[erased]"). */
+  /**
+   * The body as sent: personal data opened now (an erased person reads "[erased]"), at the top of
+   * the data and one object down (a request transfer's sender, decisions 10.3).
+   */
   private async bodyOf(message: ClaimedMessage): Promise<string> {
-    const fields = Object.keys(message.data).filter((key) => typeof message.data[key] === "string");
-    const data = await revealRow(this.deps.people, message.data, fields);
+    const opened = await openStrings(this.deps.people, message.data);
+    const data = Object.fromEntries(
+      await Promise.all(
+        Object.entries(opened).map(async ([key, value]) => [
+          key,
+          isRecord(value) ? await openStrings(this.deps.people, value) : value,
+        ]),
+      ),
+    );
     return JSON.stringify({
       type: message.type,
       timestamp: new Date(message.occurred_at).toISOString(),
@@ -191,4 +201,13 @@ export class WebhookDispatcher {
     if (!delivered && failingSince && failedTooLong(failingSince.toISOString(), at))
       await disableWebhook(commands, message.account_id, message.agent_id, failingSince.toISOString());
   }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** An object with each of its string fields opened (sealed personal data), the rest as is. */
+function openStrings(people: PersonalData, data: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const fields = Object.keys(data).filter((key) => typeof data[key] === "string");
+  return revealRow(people, data, fields);
 }

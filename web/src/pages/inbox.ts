@@ -1,4 +1,5 @@
 import { plainSizeOf, unwrapContentKey } from "@handoff/sdk/crypto";
+import { senderLabel } from "@handoff/sdk/sender";
 import type { DownloadAnswer, ReceivingKey, Transfer } from "@handoff/sdk/types";
 import { api, messageOf } from "../api.js";
 import { h, replace, showStatus, statusLine } from "../dom.js";
@@ -163,7 +164,7 @@ function transferItem(transfer: Transfer, pair: KeyPair | null, redraw: () => vo
   };
   const several = transfer.files.length > 1;
   return transferCard(transfer, {
-    party: transfer.sender,
+    party: senderLabel(transfer),
     meta,
     fileActions: several
       ? (index) => downloadButton("Download", `Download ${transfer.files[index]?.name}`, [index], "secondary")
