@@ -80,6 +80,17 @@ class KeyProof(TypedDict):
     inclusion: list[str]
 
 
+class LinkSender(TypedDict):
+    """Someone without an account who answered a request link: what they typed, unverified"""
+
+    kind: Literal["link"]
+    #: The name the sender typed, unverified; null when none
+    name: str | None
+    #: The e-mail address the sender typed, unverified; null when none
+    email: str | None
+    verified: Literal[False]
+
+
 class LogEntry(TypedDict):
     """A leaf of the log: its bytes are this object's RFC 8785 canonical JSON (decisions 9.1)"""
 
@@ -95,13 +106,15 @@ class PresignedTransfer(TypedDict):
     """A presigned transfer: upload each file to its link, then confirm"""
 
     id: str
-    upload_urls: list[PresignedTransferUploadUrlsItem]
+    upload_urls: list[PresignedUploadLink]
     confirm_url: str
     #: When the upload links expire
     expires_at: str
 
 
-class PresignedTransferUploadUrlsItem(TypedDict):
+class PresignedUploadLink(TypedDict):
+    """Where one file of a presigned transfer is uploaded (decisions 3.16, 7.1)"""
+
     file_id: str
     file_name: str
     upload_url: str
@@ -268,7 +281,9 @@ class Transfer(TypedDict):
     status: TransferStatus
     pending_reason: str | None
     mode: TransferMode
-    sender: str
+    #: Mode `request`: the request link it came through (decisions 10.3); else null
+    request_id: str | None
+    sender: str | LinkSender
     recipient: str
     files: list[TransferFileInfo]
     file_count: int
@@ -322,8 +337,8 @@ class TransferFileInfo(TypedDict):
     type: str
 
 
-#: Who sends to whom: an agent or a person on either side
-TransferMode = Literal["agent-to-agent", "agent-to-human", "human-to-agent"]
+#: Who sends to whom: an agent or a person on either side; `request`: someone answering a request link
+TransferMode = Literal["agent-to-agent", "agent-to-human", "human-to-agent", "request"]
 
 
 #: pending: files still uploading; pending_recipient: waiting for the person's receiving key; active: downloadable; downloaded: no downloads left; expired; deleted
