@@ -149,6 +149,8 @@ def _verify_sender(transfer: Transfer, download: TransferDownload, sender: Resol
             "SIGNATURE_MISSING",
             f"transfer {transfer_id} is not signed, though its sender '{transfer['sender']}' has a signing key",
         )
+    if not isinstance(transfer["sender"], str):
+        raise fail("SIGNATURE_INVALID", f"transfer {transfer_id} is signed, yet its sender is no agent")
     signed = SignedTransfer(
         sender=transfer["sender"],
         recipient=transfer["recipient"],
@@ -306,8 +308,10 @@ def receive_flow(
     content_key = None
     if download["is_encrypted"]:
         sender = None
-        if transfer["mode"] != "human-to-agent":
-            sender = yield from _sender_keys(resolve, transfer["sender"], download, options.accept_rotation)
+        # A person and a request link's sender (decisions 10.3) have no agent keys: nothing is signed.
+        sender_slug = transfer["sender"]
+        if transfer["mode"] not in ("human-to-agent", "request") and isinstance(sender_slug, str):
+            sender = yield from _sender_keys(resolve, sender_slug, download, options.accept_rotation)
         _verify_sender(transfer, download, sender)
         encrypted_key = download["encrypted_key"]
         if not encrypted_key:

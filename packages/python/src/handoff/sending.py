@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from .api_types import PresignedTransfer, PresignedTransferUploadUrlsItem, ResolvedAgent, Transfer
+from .api_types import PresignedTransfer, PresignedUploadLink, ResolvedAgent, Transfer
 from .crypto import (
     ENCRYPTION_ALGORITHM,
     HEADER_SIZE,
@@ -353,7 +353,7 @@ def upload_resumable(
 
 
 def _upload_presigned_file(
-    settings: Settings, link: PresignedTransferUploadUrlsItem, file: Outgoing
+    settings: Settings, link: PresignedUploadLink, file: Outgoing
 ) -> Generator[Effect, Outcome, None]:
     """One file to its upload link: from RESUMABLE_FROM bytes through its resumable_url (7.2)."""
     if file.wire_size >= RESUMABLE_FROM and link.get("resumable_url"):
