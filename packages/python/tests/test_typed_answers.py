@@ -27,6 +27,7 @@ TRANSFER: Transfer = {
     "status": "active",
     "pending_reason": None,
     "mode": "agent-to-agent",
+    "request_id": None,
     "sender": "alice",
     "recipient": "bob",
     "files": [{"name": "a.txt", "size": 3, "type": "text/plain"}],
