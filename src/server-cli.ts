@@ -206,7 +206,7 @@ export async function accountsPlan(values: { email?: string; plan?: string }): P
 /**
  * `handoff projections rebuild [NAME...]`: the named projections (all by default) rebuilt from the
  * log beside the live tables and switched in (src/read-models/rebuild-beside.ts): a server on the
- * same PostgreSQL database keeps serving throughout. Progress on a terminal.
+ * same PostgreSQL database keeps serving throughout. Progress on a terminal; the result as JSON.
  */
 export async function projectionsRebuild(names: string[]): Promise<void> {
   const chosen = names.length > 0 ? names : projections.map((p) => p.name);
@@ -232,9 +232,8 @@ export async function projectionsRebuild(names: string[]): Promise<void> {
           line.say(`indexes built in ${seconds(indexing)} s; switching the rebuilt tables in…`);
         } else if (step.phase === "done") {
           line.end();
-          process.stderr.write(
-            `${chosen.join(", ")}: ${step.events} events rebuilt in ${seconds(started)} s, switched in at ${step.position ?? "the start"}\n`,
-          );
+          const result = { projections: chosen, events: step.events, position: step.position };
+          console.log(JSON.stringify({ ...result, seconds: Number(seconds(started)) }));
         }
       },
     );
@@ -243,7 +242,7 @@ export async function projectionsRebuild(names: string[]): Promise<void> {
   }
 }
 
-const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
+const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(3);
 
 /**
  * `handoff log check` (decisions 9.4): recomputes every leaf from the events as stored and compares
@@ -289,6 +288,7 @@ export async function replay(values: { until?: string }): Promise<void> {
       // A rebuild runs no subscription: nothing reports through onError.
       const engine = new ProjectionEngine(projections, store, scratch, () => {});
       const total = config.eventStoreUrl ? null : await countEvents(service.db, until);
+      const started = Date.now();
       const line = progressLine("events");
       let applied = 0;
       await engine.rebuild(
@@ -299,7 +299,8 @@ export async function replay(values: { until?: string }): Promise<void> {
         },
       );
       line.end();
-      console.log(JSON.stringify(whereToLook(target, until, applied), null, 2));
+      const where = { ...whereToLook(target, until, applied), seconds: Number(seconds(started)) };
+      console.log(JSON.stringify(where, null, 2));
     } finally {
       await scratch.destroy();
     }

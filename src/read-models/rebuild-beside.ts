@@ -36,13 +36,14 @@ const LOCK_NOT_AVAILABLE = "55P03";
  * Rebuilds `chosen` projections' tables from the whole log beside the live ones, while the service
  * keeps reading and projecting into those, then switches them in:
  *
- * 1. A new schema `handoff_rebuild_<n>` gets empty copies of the tables (columns, defaults,
- *    checks, primary keys and unique constraints, under their live names) and a checkpoint table
- *    of its own. Each batch's transaction puts that schema first on its search_path, so the
+ * 1. A new schema `handoff_rebuild_<n>` gets empty, unlogged copies of the tables (columns,
+ *    defaults, checks, and the primary keys and unique constraints the projections' look-ups and
+ *    upserts need, under their live names) and a checkpoint table of its own. Each batch's transaction puts that schema first on its search_path, so the
  *    projections' own statements write there; everything else (the log) is found in the live one.
- * 2. The log is applied in bounded batches (replayLog), the other indexes are built once at the
- *    end (a bulk load's cost instead of a B-tree insert per row), then the log that arrived in the
- *    meantime is applied.
+ * 2. The log is applied in bounded batches (replayLog). Then each table is made logged (written
+ *    to the WAL once, not row by row), gets the keys of the insert-only tables and every other
+ *    index, built once over the filled table (a sort instead of a B-tree insert per row: the cost
+ *    per event stays flat as the log grows), and the log that arrived in the meantime is applied.
  * 3. One short transaction takes the live checkpoints' rows (the live engine's next batch waits),
  *    then every live table (readers queue for a moment), applies the last events until the new
  *    tables are at least where the live ones are (so a reader told the read models had reached its
@@ -65,10 +66,14 @@ export async function rebuildBeside(
   const live = await currentSchema(db);
   const schema = await freeSchemaName(db, "handoff_rebuild");
   const tables = chosen.flatMap((p) => p.tables);
+  const keyedLater = new Set(chosen.flatMap((p) => p.insertOnly ?? []));
   try {
     await db.transaction(async (trx) => {
       await trx.raw("create schema ??", [schema]);
-      for (const table of tables) await copyTable(trx, live, schema, table);
+      for (const table of tables) {
+        await copyTable(trx, live, schema, table);
+        if (!keyedLater.has(table)) await copyConstraints(trx, live, schema, table);
+      }
       await trx.raw("create table ??.projection_checkpoints (like ??.projection_checkpoints including all)", [
         schema,
         live,
@@ -89,7 +94,12 @@ export async function rebuildBeside(
       });
     let checkpoints = await fill(new Map(chosen.map((p) => [p.name, null])));
     progress({ phase: "index", tables: tables.length });
-    for (const table of tables) await copyIndexes(db, live, schema, table);
+    for (const table of tables) {
+      // Logged from here on (one pass over the table, not a WAL record per row as it filled).
+      await db.raw("alter table ??.?? set logged", [schema, table]);
+      if (keyedLater.has(table)) await copyConstraints(db, live, schema, table);
+      await copyIndexes(db, live, schema, table);
+    }
     checkpoints = await fill(checkpoints);
     for (let attempt = 1; ; attempt++) {
       progress({ phase: "switch", attempt });
@@ -201,23 +211,29 @@ async function freeSchemaName(db: Knex, prefix: string): Promise<string> {
 const qualified = (schema: string, table: string) => `"${schema}"."${table}"`;
 
 /**
- * An empty copy of `live.table` in `schema`: columns, defaults, checks, and the primary key and
- * unique constraints (the projections' upserts need them) under their live names, so the table is
- * the same one migrations know once it is switched in.
+ * An empty copy of `live.table` in `schema`: columns, defaults and checks. Unlogged while it
+ * fills: a crash loses only the rebuild, which starts again.
  */
 async function copyTable(trx: Knex.Transaction, live: string, schema: string, table: string): Promise<void> {
   await trx.raw(
-    `create table ??.?? (like ??.?? including defaults including constraints including generated
+    `create unlogged table ??.?? (like ??.?? including defaults including constraints including generated
        including identity including storage including comments)`,
     [schema, table, live, table],
   );
-  const constraints = await trx.raw<{ rows: { name: string; definition: string }[] }>(
+}
+
+/**
+ * The primary key, unique and exclusion constraints of `live.table` on `schema.table`, under their
+ * live names, so the table is the same one migrations know once it is switched in.
+ */
+async function copyConstraints(db: Knex, live: string, schema: string, table: string): Promise<void> {
+  const constraints = await db.raw<{ rows: { name: string; definition: string }[] }>(
     `select conname as name, pg_get_constraintdef(oid) as definition from pg_constraint
       where conrelid = ?::regclass and contype in ('p', 'u', 'x') order by conname`,
     [qualified(live, table)],
   );
   for (const { name, definition } of constraints.rows) {
-    await trx.raw(`alter table ??.?? add constraint ?? ${definition}`, [schema, table, name]);
+    await db.raw(`alter table ??.?? add constraint ?? ${definition}`, [schema, table, name]);
   }
 }
 
