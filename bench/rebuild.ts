@@ -13,6 +13,7 @@
  *   npm run build:server && npm run bench -- rebuild
  *
  * Environment: BENCH_REBUILD_EVENTS (500000), BENCH_REBUILD_BASELINE_EVENTS (100000),
+ * BENCH_REBUILD_REPLAY (1; 0 times the rebuild alone, to save the replay's time on a big log),
  * BENCH_POSTGRES_URL.
  */
 import { randomUUID } from "node:crypto";
@@ -25,6 +26,7 @@ import { benchDatabase, guard, loadAverage, pad, tempRoot } from "./support.js";
 
 const EVENTS = Number(process.env.BENCH_REBUILD_EVENTS ?? 500_000);
 const BASELINE_EVENTS = Number(process.env.BENCH_REBUILD_BASELINE_EVENTS ?? 100_000);
+const WITH_REPLAY = process.env.BENCH_REBUILD_REPLAY !== "0";
 const TARGETS = { rebuildPerSecond: 30_000, peakRssMiB: 512 };
 /** Generous: seeding, a rebuild and a replay each of the big log, at a few thousand events a second on a busy machine. */
 const TIME_LIMIT_MS = Math.max(10 * 60 * 1000, (EVENTS / 1000) * 1000);
@@ -32,7 +34,7 @@ const TIME_LIMIT_MS = Math.max(10 * 60 * 1000, (EVENTS / 1000) * 1000);
 interface Figures {
   events: number;
   rebuild: { perSecond: number; peakMiB: number };
-  replay: { perSecond: number; peakMiB: number };
+  replay: { perSecond: number; peakMiB: number } | null;
 }
 
 const peakMiB = (run: ClientRun) => run.peakKb / 1024;
@@ -43,16 +45,17 @@ async function measure(db: Knex, env: Record<string, string>, logEvents: number)
   const rebuild = JSON.parse(rebuilt.stdout) as { events: number; seconds: number; position: string };
   if (rebuild.events !== logEvents) throw new Error(`rebuilt ${rebuild.events} events of ${logEvents}`);
   console.log(`  ${logEvents} events: rebuild ${describe(rebuild, rebuilt)}`);
+  const figures = {
+    events: logEvents,
+    rebuild: { perSecond: rebuild.events / rebuild.seconds, peakMiB: peakMiB(rebuilt) },
+  };
+  if (!WITH_REPLAY) return { ...figures, replay: null };
   const replayed = await timedHandoff(["replay", "--until", rebuild.position], env);
   const replay = JSON.parse(replayed.stdout) as { events: number; seconds: number; schema: string };
   await db.raw("drop schema ?? cascade", [replay.schema]);
   if (replay.events !== logEvents) throw new Error(`replayed ${replay.events} events of ${logEvents}`);
   console.log(`  ${logEvents} events: replay ${describe(replay, replayed)}`);
-  return {
-    events: logEvents,
-    rebuild: { perSecond: rebuild.events / rebuild.seconds, peakMiB: peakMiB(rebuilt) },
-    replay: { perSecond: replay.events / replay.seconds, peakMiB: peakMiB(replayed) },
-  };
+  return { ...figures, replay: { perSecond: replay.events / replay.seconds, peakMiB: peakMiB(replayed) } };
 }
 
 const describe = (result: { events: number; seconds: number }, run: ClientRun) =>
@@ -91,6 +94,7 @@ function report(small: Figures, big: Figures): void {
     "MiB",
     `≤ ${TARGETS.peakRssMiB}: ${met(big.rebuild.peakMiB <= TARGETS.peakRssMiB)}`,
   );
+  if (!(small.replay && big.replay)) return;
   row("replay", small.replay.perSecond, big.replay.perSecond, "events/s", "");
   row(
     "replay peak RSS",
