@@ -297,7 +297,7 @@ async function applyBatch(
 }
 
 /** The position the log must be read from so that no projection misses an event. */
-export function oldest(checkpoints: Checkpoints, projections: Projection[]): Position | null {
+function oldest(checkpoints: Checkpoints, projections: Projection[]): Position | null {
   let from: Position | null | undefined;
   for (const { name } of projections) {
     const position = checkpoints.get(name) ?? null;

@@ -60,6 +60,19 @@ function writeLoad(t: TestApp, parties: Parties, clients: number) {
   };
 }
 
+/** The read-model tables' indexes (constraints' included) and whether each table is logged, as migrations left them. */
+async function tableShapes(db: Knex): Promise<unknown[]> {
+  const tables = projections.flatMap((p) => p.tables);
+  const result = await db.raw<{ rows: unknown[] }>(
+    `select c.relname as table, c.relpersistence as persistence, i.indexname, i.indexdef
+       from pg_class c join pg_indexes i on i.tablename = c.relname and i.schemaname = current_schema()
+      where c.relnamespace = current_schema()::regnamespace and c.relname = any(?::text[])
+      order by 1, 3`,
+    [tables],
+  );
+  return result.rows;
+}
+
 async function leftoverSchemas(db: Knex): Promise<string[]> {
   const result = await db.raw<{ rows: { nspname: string }[] }>(
     "select nspname from pg_namespace where nspname ~ '^handoff_(rebuild|retired)_'",
@@ -91,6 +104,7 @@ function besideSuite(database: "pglite" | "postgres") {
         const sent = await postTransfer(t, parties.apiKey, [{ name: "b.txt", data: Buffer.from("old") }]);
         expect(sent.statusCode, sent.body).toBe(201);
       }
+      const shapes = await tableShapes(t.service.db);
       const load = writeLoad(t, parties, 4);
       const atPhase = new Map<string, number>();
       let atSwitch = 0;
@@ -115,6 +129,8 @@ function besideSuite(database: "pglite" | "postgres") {
       // The load really ran beside the rebuild: requests were answered while it filled and switched.
       expect(atSwitch).toBeGreaterThan(atPhase.get("fill") ?? atSwitch);
       expect(await leftoverSchemas(rebuildDb)).toEqual([]);
+      // The switched-in tables are the ones migrations know: logged, every index under its name.
+      expect(await tableShapes(t.service.db)).toEqual(shapes);
 
       // What the live service showed of each transfer during the load, it shows now.
       expect(await t.service.engine.caughtUp()).toBe(true);
