@@ -73,6 +73,18 @@ async function tableShapes(db: Knex): Promise<unknown[]> {
   return result.rows;
 }
 
+/** The live read models (caught up) equal what emptying them and replaying the whole log gives. */
+async function expectFreshRebuildEqual(t: TestApp): Promise<void> {
+  const live = await dumpReadModels(t.service.db);
+  await t.service.engine.stop();
+  await t.service.engine.rebuild(
+    projections.map((p) => p.name),
+    () => {},
+  );
+  expect(await dumpReadModels(t.service.db)).toEqual(live);
+  await t.service.engine.start();
+}
+
 async function leftoverSchemas(db: Knex): Promise<string[]> {
   const result = await db.raw<{ rows: { nspname: string }[] }>(
     "select nspname from pg_namespace where nspname ~ '^handoff_(rebuild|retired)_'",
@@ -142,14 +154,7 @@ function besideSuite(database: "pglite" | "postgres") {
       expect(listed.json().total).toBe(30 + load.shown.size);
 
       // And the switched-in read models, caught up, are what a fresh full rebuild gives.
-      const live = await dumpReadModels(t.service.db);
-      await t.service.engine.stop();
-      await t.service.engine.rebuild(
-        projections.map((p) => p.name),
-        () => {},
-      );
-      expect(await dumpReadModels(t.service.db)).toEqual(live);
-      await t.service.engine.start();
+      await expectFreshRebuildEqual(t);
     });
 
     it("a live engine behind the rebuilt tables goes on from where they were switched in", async () => {
@@ -173,14 +178,7 @@ function besideSuite(database: "pglite" | "postgres") {
       for (const id of sent) {
         expect((await t.call("GET", `/v1/transfers/${id}`, { key: parties.apiKey })).statusCode).toBe(200);
       }
-      const live = await dumpReadModels(t.service.db);
-      await t.service.engine.stop();
-      await t.service.engine.rebuild(
-        projections.map((p) => p.name),
-        () => {},
-      );
-      expect(await dumpReadModels(t.service.db)).toEqual(live);
-      await t.service.engine.start();
+      await expectFreshRebuildEqual(t);
     });
   };
 }
