@@ -27,6 +27,7 @@ import { createAccountOnRunningServer } from "./running-server.js";
 import { openService, type Service } from "./service.js";
 import { startupLine } from "./startup-line.js";
 import { tuneHeapForStreaming } from "./streaming-heap.js";
+import { threadHashers } from "./transparency/leaf-hashes.js";
 
 /**
  * Streaming files churns through buffers while PGlite keeps a large heap: with V8's default heap
@@ -223,22 +224,30 @@ export async function projectionsRebuild(names: string[]): Promise<void> {
  * was rewritten, naming the first leaf that differs. Progress (events/s) on a terminal.
  */
 export async function logCheck(): Promise<void> {
-  const service = await openService(loadConfig(process.env), { runProjections: false });
+  const config = loadConfig(process.env);
+  const service = await openService(config, { runProjections: false });
+  // Events in PostgreSQL are read and hashed by threads of their own, one a CPU; PGlite has one
+  // connection, and a KurrentDB log is read through the service's own store.
+  const hashers = config.databaseUrl && !config.eventStoreUrl ? threadHashers(config.databaseUrl) : undefined;
   try {
     const started = Date.now();
-    const result = await service.transparency.check(({ leaves, of }) => {
-      if (!process.stderr.isTTY) return;
-      const rate = leaves / Math.max(0.001, (Date.now() - started) / 1000);
-      const left = (of - leaves) / Math.max(1, rate);
-      process.stderr.write(
-        `\r${leaves} of ${of} leaves, ${Math.round(rate)} events/s, ${left.toFixed(0)} s left`,
-      );
+    const result = await service.transparency.check({
+      hashers,
+      onProgress: ({ leaves, of }) => {
+        if (!process.stderr.isTTY) return;
+        const rate = leaves / Math.max(0.001, (Date.now() - started) / 1000);
+        const left = (of - leaves) / Math.max(1, rate);
+        process.stderr.write(
+          `\r${leaves} of ${of} leaves, ${Math.round(rate)} events/s, ${left.toFixed(0)} s left`,
+        );
+      },
     });
     const seconds = (Date.now() - started) / 1000;
     if (process.stderr.isTTY) process.stderr.write("\n");
     console.log(JSON.stringify({ ...result, seconds: Number(seconds.toFixed(3)) }));
     if (!result.ok) process.exitCode = 5;
   } finally {
+    await hashers?.close();
     await service.close();
   }
 }
