@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { createIdentity, HandoffClient, saveIdentity } from "@handoff/sdk";
 import { encryptedSize, keyFingerprint } from "@handoff/sdk/crypto";
+import { formatVerifierKey } from "@handoff/sdk/transparency";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildWebApp } from "../../web/build.js";
@@ -146,6 +147,7 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     expect(await main.locator(".request-message").innerText()).toBe(HOSTILE.message);
     expect(await main.locator(".lead").innerText()).toBe(`${HOSTILE.agent} asks you to send files.`);
     expect(await main.locator(".fingerprint").innerText()).toBe(keyFingerprint(publicKey));
+    await main.getByText("The service's transparency log proves this is the agent's current key.").waitFor();
     expect(await main.locator("img, script, b, svg").count()).toBe(0);
     expect(await seriousViolations(page)).toEqual([]);
     await snap(page, "request-link");
@@ -310,6 +312,45 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     // Nothing is left to resume.
     await page.goto(`${baseUrl}/r/${link.token}`);
     await page.getByRole("heading", { level: 1, name: "This link is closed" }).waitFor();
+    expect(problems).toEqual([]);
+  });
+
+  it("encrypts nothing to a key the transparency log does not prove: a swapped key, a log key other than the one pinned", async () => {
+    const link = await owner.createRequest({ title: "Proven keys only" });
+    const before = declared.length;
+    const refusedHeading = page.getByRole("heading", { level: 1, name: "This link's key cannot be trusted" });
+
+    // The server (or something between) swaps the agent's key for one of its own: its proof no longer backs it.
+    const byToken = `**/v1/requests/by-token/${link.token}`;
+    await page.route(byToken, async (route) => {
+      const response = await route.fetch();
+      const body = await response.json();
+      body.agent.public_key = randomBytes(32).toString("base64");
+      await route.fulfill({ response, json: body });
+    });
+    await page.goto(link.url);
+    await refusedHeading.waitFor();
+    expect(await page.locator("main").innerText()).toContain(
+      "the keys the server gave for agent 'invoices' are not backed by the transparency log",
+    );
+    expect(await page.getByRole("button", { name: "Encrypt and send" }).count()).toBe(0);
+    await page.unroute(byToken);
+
+    // This browser pinned the log's key at first use; a checkpoint signed by another key is refused.
+    const pinned = (await page.evaluate("localStorage.getItem('handoff.log')")) as string;
+    expect(JSON.parse(pinned).vkey).toMatch(/^127\.0\.0\.1/);
+    const impostor = formatVerifierKey(JSON.parse(pinned).vkey.split("+")[0], randomBytes(32));
+    await page.evaluate(
+      `localStorage.setItem('handoff.log', ${JSON.stringify(JSON.stringify({ vkey: impostor, checkpoint: null }))})`,
+    );
+    await page.reload();
+    await refusedHeading.waitFor();
+    expect(await page.locator("main").innerText()).toContain("not backed by the transparency log");
+    await page.evaluate(`localStorage.setItem('handoff.log', ${JSON.stringify(pinned)})`);
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: "Proven keys only" }).waitFor();
+
+    expect(declared.length).toBe(before);
     expect(problems).toEqual([]);
   });
 

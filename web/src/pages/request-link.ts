@@ -1,10 +1,12 @@
 import { fromBase64, keyFingerprint } from "@handoff/sdk/crypto";
+import { LogViewError } from "@handoff/sdk/transparency";
 import type { PublicRequest } from "@handoff/sdk/types";
 import { ApiError, messageOf } from "../api.js";
 import { type Child, field, h, replace, showStatus } from "../dom.js";
 import { filePicker } from "../file-picker.js";
 import { actionForm } from "../form.js";
 import { formatBytes, formatDate } from "../format.js";
+import { provenRequest } from "../key-transparency.js";
 import {
   agentLabel,
   answerRequest,
@@ -20,6 +22,11 @@ import { stageShower, unfinishedCard } from "../upload-views.js";
 
 /** What the person reads when the link itself refuses (decisions 10.2), in words, with what to do. */
 function linkRefusal(error: unknown): { title: string; words: string } | null {
+  if (error instanceof LogViewError)
+    return {
+      title: "This link's key cannot be trusted",
+      words: `Nothing was encrypted or sent: ${error.message}. Tell whoever sent you the link.`,
+    };
   if (!(error instanceof ApiError)) return null;
   switch (error.status) {
     case 404:
@@ -83,6 +90,7 @@ function describeRequest(request: PublicRequest): Child[] {
         "Key fingerprint: ",
         h("code", { class: "fingerprint" }, keyFingerprint(fromBase64(request.agent.public_key))),
       ),
+      h("p", { class: "hint" }, "The service's transparency log proves this is the agent's current key."),
     ),
     h(
       "p",
@@ -111,7 +119,8 @@ export const requestLinkPage: Page = {
     const token = query.get("token") ?? "";
     let request: PublicRequest;
     try {
-      request = await readRequest(token);
+      // Nothing is encrypted to a key the transparency log does not prove (decisions 9.6).
+      request = await provenRequest(() => readRequest(token));
     } catch (error) {
       const refused = linkRefusal(error);
       endWith(
