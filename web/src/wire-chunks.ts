@@ -5,7 +5,7 @@ import { createEncryptStream, HEADER_SIZE, RECORD_SIZE, TAG_SIZE } from "@handof
  * the one under way; a browser sends a request body from a Blob (a streamed body needs HTTP/2), so
  * this much ciphertext is held in memory at a time.
  */
-const PATCH_BYTES = 4 * 1024 * 1024;
+export const PATCH_BYTES = 4 * 1024 * 1024;
 const WIRE_RECORD = RECORD_SIZE + TAG_SIZE;
 
 /**
