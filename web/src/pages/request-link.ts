@@ -94,7 +94,7 @@ function describeRequest(request: PublicRequest): Child[] {
     ),
     h(
       "p",
-      { class: "hint" },
+      { class: "hint request-limits" },
       `This link takes ${files}, ${formatBytes(request.max_total_size)} in all, until ${formatDate(request.expires_at)}.`,
     ),
   ];
