@@ -299,15 +299,21 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     expect(problems).toEqual([]);
   });
 
-  it("refuses what the link does not take before anything is sent: too many files, too many bytes", async () => {
+  it("refuses what the link does not take before anything is sent: too many files (dropped), too many bytes", async () => {
     const link = await owner.createRequest({ title: "Two small files", maxFiles: 2, maxTotalSize: 100_000 });
     const before = declared.length;
     await page.goto(link.url);
     await page.getByRole("heading", { level: 1, name: "Two small files" }).waitFor();
     const status = page.locator('main .status[data-kind="error"]');
 
-    const small = (name: string) => ({ name, mimeType: "text/plain", buffer: Buffer.from(name) });
-    await page.getByLabel("Files").setInputFiles([small("a.txt"), small("b.txt"), small("c.txt")]);
+    // Three files dropped on the page count as chosen, as the pickers' do.
+    const dropped = await page.evaluateHandle(`(() => {
+      const data = new DataTransfer();
+      for (const name of ["a.txt", "b.txt", "c.txt"]) data.items.add(new File([name], name, { type: "text/plain" }));
+      return data;
+    })()`);
+    await page.locator("main .drop").dispatchEvent("drop", { dataTransfer: dropped });
+    await page.getByText("Chosen: 3 files, 15 bytes: a.txt, b.txt, c.txt.").waitFor();
     await page.getByRole("button", { name: "Encrypt and send" }).click();
     await status.filter({ hasText: "This link takes at most 2 files; you chose 3." }).waitFor();
 
@@ -363,6 +369,40 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     // Nothing is left to resume.
     await page.goto(`${baseUrl}/r/${link.token}`);
     await page.getByRole("heading", { level: 1, name: "This link is closed" }).waitFor();
+    expect(problems).toEqual([]);
+  });
+
+  it("discards an upload a reload cut, asked first: its tus upload is terminated and nothing is left to resume", async () => {
+    const link = await contracts.createRequest({ title: "Changed my mind" });
+    const cut = await interceptPatches(page, 1);
+    await page.goto(link.url);
+    await page.getByLabel("Files").setInputFiles(join(work.path, "dataset.bin"));
+    await page.getByRole("button", { name: "Encrypt and send" }).click();
+    await cut.holding;
+    await page.reload();
+    cut.release();
+    const card = page.locator("section.unfinished");
+    await card.waitFor();
+    const kept = `handoff.unfinished-uploads.request-link:${link.token}`;
+    const [upload] = JSON.parse(
+      (await page.evaluate(`localStorage.getItem(${JSON.stringify(kept)})`)) as string,
+    );
+    await card.getByRole("button", { name: "Discard" }).click();
+    await page
+      .getByRole("dialog", { name: "Discard this upload?" })
+      .getByRole("button", { name: "Discard upload" })
+      .click();
+    await card.waitFor({ state: "detached" });
+    await page.unroute("**/v1/uploads/**");
+    const head = await fetch(upload.files[0].resumable_url, {
+      method: "HEAD",
+      headers: { "tus-resumable": "1.0.0" },
+    });
+    expect(head.status).toBe(404);
+    expect(await page.evaluate(`localStorage.getItem(${JSON.stringify(kept)})`)).toBeNull();
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: "Changed my mind" }).waitFor();
+    expect(await page.locator("section.unfinished").count()).toBe(0);
     expect(problems).toEqual([]);
   });
 
