@@ -3,7 +3,7 @@
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
  *
  *   npm run bench                      every benchmark
- *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, webhooks, stream, log, instances, rebuild)
+ *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, web, request-page, python, webhooks, stream, log, instances, growth, rebuild)
  *
  * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
@@ -20,12 +20,14 @@ const BENCHMARKS: Record<string, string> = {
   shield: "bench/shield-receive.ts",
   "shield-loop": "bench/shield.ts",
   web: "bench/web-app.ts",
+  "request-page": "bench/request-page.ts",
   audit: "bench/audit.ts",
   python: "bench/python-client.ts",
   webhooks: "bench/webhooks.ts",
   stream: "bench/event-stream.ts",
   log: "bench/transparency.ts",
   instances: "bench/instances.ts",
+  growth: "bench/growth.ts",
   rebuild: "bench/rebuild.ts",
 };
 

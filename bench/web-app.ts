@@ -12,8 +12,7 @@
  * need 1 GB of memory; here, the growth over rest stays under 300 MB at any file size (what grows
  * is garbage the collector has not taken yet, not the file: compare two sizes).
  */
-import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, readdirSync, readFileSync } from "node:fs";
+import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createIdentity, HandoffClient } from "@handoff/sdk";
@@ -24,6 +23,7 @@ import { buildWebApp } from "../web/build.js";
 import {
   ADMIN_TOKEN,
   createAccount,
+  fileSha256,
   guard,
   loadAverage,
   MiB,
@@ -116,12 +116,6 @@ async function restKb(root: number): Promise<number> {
   return least;
 }
 
-async function sha256(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  await pipeline(createReadStream(path), hash);
-  return hash.digest("hex");
-}
-
 /**
  * Sign-up and verification through the API (the browser test covers those pages), then the plan
  * whose file size limit admits the file.
@@ -190,7 +184,7 @@ async function main(): Promise<void> {
     await agent.registerAgent(identity);
     const source = join(temp.dir, "payload.bin");
     await pipeline(patternSource(SIZE), createWriteStream(source));
-    const sourceHash = await sha256(source);
+    const sourceHash = await fileSha256(source);
 
     const sent = await agent.send({ to: PERSON, paths: [source] });
     await signUp(server, dataDir);
@@ -211,7 +205,7 @@ async function main(): Promise<void> {
       await outcome(item);
       return saved;
     });
-    if ((await sha256(download.result)) !== sourceHash)
+    if ((await fileSha256(download.result)) !== sourceHash)
       throw new Error("the download differs from the file sent");
 
     await page.getByRole("link", { name: "Send" }).click();

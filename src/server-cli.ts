@@ -30,6 +30,7 @@ import { createAccountOnRunningServer } from "./running-server.js";
 import { openService, type Service } from "./service.js";
 import { startupLine } from "./startup-line.js";
 import { tuneHeapForStreaming } from "./streaming-heap.js";
+import { threadHashers } from "./transparency/leaf-hashes.js";
 
 /**
  * Streaming files churns through buffers while PGlite keeps a large heap: with V8's default heap
@@ -250,16 +251,24 @@ const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(3);
  * was rewritten, naming the first leaf that differs. Progress (events/s) on a terminal.
  */
 export async function logCheck(): Promise<void> {
-  const service = await openService(loadConfig(process.env), { runProjections: false });
+  const config = loadConfig(process.env);
+  const service = await openService(config, { runProjections: false });
+  // Events in PostgreSQL are read and hashed by threads of their own, one a CPU; PGlite has one
+  // connection, and a KurrentDB log is read through the service's own store.
+  const hashers = config.databaseUrl && !config.eventStoreUrl ? threadHashers(config.databaseUrl) : undefined;
   try {
     const started = Date.now();
     const line = progressLine("events");
-    const result = await service.transparency.check(({ leaves, of }) => line.update(leaves, of));
+    const result = await service.transparency.check({
+      hashers,
+      onProgress: ({ leaves, of }) => line.update(leaves, of),
+    });
     line.end();
     const took = (Date.now() - started) / 1000;
     console.log(JSON.stringify({ ...result, seconds: Number(took.toFixed(3)) }));
     if (!result.ok) process.exitCode = 5;
   } finally {
+    await hashers?.close();
     await service.close();
   }
 }

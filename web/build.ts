@@ -1,16 +1,20 @@
 import { fileURLToPath } from "node:url";
-import { build, defaultClientConditions, type InlineConfig } from "vite";
+import { type Alias, build, defaultClientConditions, type InlineConfig } from "vite";
 
 const WEB = fileURLToPath(new URL(".", import.meta.url));
 const DEFAULT_OUT = fileURLToPath(new URL("../dist/web", import.meta.url));
 
-/** Both builds bundle the SDK's crypto core from its TypeScript sources (the "source" condition). */
-function shared(logLevel: InlineConfig["logLevel"]): InlineConfig {
+/**
+ * Both builds bundle the SDK's crypto core from its TypeScript sources (the "source" condition).
+ * `alias` swaps a module for another: only benchmarks pass one (bench/request-page.ts measures the
+ * page with its encryption taken out, in a build of its own that is never served to anyone).
+ */
+function shared(logLevel: InlineConfig["logLevel"], alias: Alias[]): InlineConfig {
   return {
     configFile: false,
     root: WEB,
     logLevel,
-    resolve: { conditions: ["source", ...defaultClientConditions] },
+    resolve: { conditions: ["source", ...defaultClientConditions], alias },
   };
 }
 
@@ -19,13 +23,17 @@ function shared(logLevel: InlineConfig["logLevel"]): InlineConfig {
  * worker as one classic script at /sw.js. The worker is a separate build because a service worker
  * must be a single file at a fixed URL, and classic scripts work in every browser that has one.
  */
-export async function buildWebApp(outDir = DEFAULT_OUT, logLevel: InlineConfig["logLevel"] = "warn") {
+export async function buildWebApp(
+  outDir = DEFAULT_OUT,
+  logLevel: InlineConfig["logLevel"] = "warn",
+  alias: Alias[] = [],
+) {
   await build({
-    ...shared(logLevel),
+    ...shared(logLevel, alias),
     build: { outDir, emptyOutDir: true, target: "es2022" },
   });
   await build({
-    ...shared(logLevel),
+    ...shared(logLevel, alias),
     build: {
       outDir,
       emptyOutDir: false,

@@ -13,7 +13,7 @@ export class UploadLeases implements UploadLeaseTable {
    * One statement takes a free or lapsed lease (the row lock makes two takers race fairly); a
    * refused taker marks the row wanted, which the holder sees at its next renewal.
    */
-  async take(key: string, holder: string, ttlMs: number): Promise<boolean> {
+  async take(key: string, holder: string, ttlMs: number): Promise<string | null> {
     const { rows } = await this.db.raw<{ rows: unknown[] }>(
       `insert into upload_leases (upload_key, holder, lease_until)
          values (?, ?, clock_timestamp() + ? * interval '1 millisecond')
@@ -23,12 +23,25 @@ export class UploadLeases implements UploadLeaseTable {
        returning holder`,
       [key, holder, ttlMs],
     );
-    if (rows.length > 0) return true;
-    await this.db.raw(
-      "update upload_leases set wanted_at = coalesce(wanted_at, clock_timestamp()) where upload_key = ?",
+    if (rows.length > 0) return holder;
+    const wanted = await this.db.raw<{ rows: { holder: string }[] }>(
+      `update upload_leases set wanted_at = coalesce(wanted_at, clock_timestamp())
+        where upload_key = ? returning holder`,
       [key],
     );
-    return false;
+    return wanted.rows[0]?.holder ?? null;
+  }
+
+  /** A compare-and-set on the holder: of two instances taking over one gone holder, one wins. */
+  async takeOver(key: string, from: string, holder: string, ttlMs: number): Promise<boolean> {
+    const { rows } = await this.db.raw<{ rows: unknown[] }>(
+      `update upload_leases
+          set holder = ?, lease_until = clock_timestamp() + ? * interval '1 millisecond', wanted_at = null
+        where upload_key = ? and holder = ?
+        returning holder`,
+      [holder, ttlMs, key, from],
+    );
+    return rows.length > 0;
   }
 
   async renew(key: string, holder: string, ttlMs: number): Promise<LeaseRenewal> {

@@ -7,8 +7,9 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { sendNotFound } from "./errors.js";
 
 /**
- * The pages of decisions 4.8, and `/t/{id}` (a transfer's `url`, shown in the inbox): each answers
- * with the app's one HTML document, which routes in the browser.
+ * The pages of decisions 4.8, `/t/{id}` (a transfer's `url`, shown in the inbox) and `/r/{token}`
+ * (a request link's page, 10.4): each answers with the app's one HTML document, which routes in
+ * the browser.
  */
 export const WEB_APP_PAGES = [
   "/",
@@ -23,6 +24,7 @@ export const WEB_APP_PAGES = [
   "/reset-password",
   "/resend-verification",
   "/t/:id",
+  "/r/:token",
 ] as const;
 
 /** Paths of the API and the operational endpoints: an unknown one answers the JSON 404 to anyone. */

@@ -1,17 +1,17 @@
 import {
   CompactRange,
-  entryLeafHash,
   equalHashes,
   formatVerifierKey,
+  HASH_SIZE,
   type Hash,
   NoteError,
   openCheckpoint,
   parseVerifierKey,
 } from "@handoff/sdk/transparency";
 import type { Knex } from "knex";
-import type { EventStore, Position } from "../eventstore/port.js";
+import type { Position } from "../eventstore/port.js";
 import type { Checkpoints, SignedCheckpoint } from "./checkpoints.js";
-import { entryOf } from "./entries.js";
+import type { HashedRun, LeafHashers } from "./leaf-hashes.js";
 import { TILE_WIDTH, unpackHashes } from "./tiles.js";
 
 /** What recomputing the tree from the stored events found (decisions 9.4). */
@@ -24,22 +24,38 @@ export interface CheckProgress {
   of: number;
 }
 
-const READ_BATCH = 5000;
 /** Leaf tiles read from the database at once. */
 const TILE_PAGE = 64;
+
+export interface CheckOptions {
+  onProgress?: (progress: CheckProgress) => void;
+  /** Recompute the leaves: on the calling thread through the service's store unless given. */
+  hashers?: LeafHashers;
+  /** Leaves a run holds, a multiple of TILE_WIDTH: forty leaf tiles unless given. */
+  runLeaves?: number;
+  /** Runs asked of the hashers at once. */
+  runsAhead?: number;
+}
 
 /**
  * Recomputes every leaf from the events as the store holds them now and compares each with the
  * hash the log recorded when it first saw the event, and the roots with every signed checkpoint.
  * The first difference names its leaf: an event edited there, removed (every later leaf shifts),
  * or two events swapped. Memory stays flat: the leaves stream past, the tree is a compact range.
+ *
+ * The leaves are recomputed in runs by `hashers`, several runs at once: each run starts after the
+ * position the log recorded for the leaf before it, and is used only once the run before it has
+ * ended on that very position; a run that starts elsewhere is recomputed from where the one before
+ * really ended. The leaves then come out exactly as one read of the whole log gives them.
  */
 export async function checkLog(
-  store: EventStore,
+  hashers: LeafHashers,
   db: Knex,
   checkpoints: Checkpoints,
-  onProgress: (progress: CheckProgress) => void = () => {},
+  { onProgress = () => {}, runLeaves = 40 * TILE_WIDTH, runsAhead = 2 }: Omit<CheckOptions, "hashers"> = {},
 ): Promise<LogCheck> {
+  if (runLeaves <= 0 || runLeaves % TILE_WIDTH !== 0)
+    throw new RangeError("runLeaves: a multiple of TILE_WIDTH");
   const state = await db("log_state").where({ id: 1 }).first<{ size: string | number }>();
   const hashed = Number(state?.size ?? 0);
   const signed = checkpoints.all()[Symbol.asyncIterator]();
@@ -56,29 +72,21 @@ export async function checkLog(
   });
   if (next instanceof NoteError) return failure(0, `a kept checkpoint does not verify: ${next.message}`);
 
-  // The next batch is read while this one is hashed: the check then costs the slower of the two.
-  const read = (from: Position | null, upTo: number) =>
-    store.readAll(from, Math.min(READ_BATCH, hashed - upTo));
-  let reading = hashed > 0 ? read(null, 0) : Promise.resolve([]);
-  // A batch read ahead and never awaited (the check stopped at a difference) must not go unhandled.
-  reading.catch(() => undefined);
+  const runs = plannedRuns(db, hashed, hashers, runLeaves, runsAhead);
+  let endedAt: Position | null = null;
   while (range.size < hashed) {
-    const events = await reading;
-    if (events.length === 0) break;
-    const last = events.at(-1)?.position ?? null;
-    const upTo = range.size + events.length;
-    reading = upTo < hashed ? read(last, upTo) : Promise.resolve([]);
-    reading.catch(() => undefined);
-    await recorded.cover(range.size, upTo - 1);
-    for (const event of events) {
+    const run = await runs.next(endedAt);
+    if (run.positions.length === 0) break;
+    await recorded.cover(range.size, range.size + run.positions.length - 1);
+    for (let i = 0; i < run.positions.length; i++) {
       const index = range.size;
-      const leaf = entryLeafHash(entryOf(event));
+      const leaf = run.hashes.slice(i * HASH_SIZE, (i + 1) * HASH_SIZE);
       const expected = recorded.at(index);
       if (!expected) return failure(index, `the log's recorded hash of leaf ${index} is missing`);
       if (!equalHashes(leaf, expected)) {
         return failure(
           index,
-          `leaf ${index} (the event at position ${event.position}) differs from the leaf the log recorded: ` +
+          `leaf ${index} (the event at position ${run.positions[i]}) differs from the leaf the log recorded: ` +
             "an event was edited, removed or reordered there",
         );
       }
@@ -98,8 +106,10 @@ export async function checkLog(
         next = following;
       }
     }
+    endedAt = run.positions.at(-1) ?? endedAt;
     onProgress({ leaves: range.size, of: hashed });
   }
+  runs.stop();
   if (range.size < hashed) {
     return failure(
       range.size,
@@ -107,6 +117,49 @@ export async function checkLog(
     );
   }
   return { ok: true, leaves: range.size, checkpoint: lastChecked };
+}
+
+/**
+ * The runs of leaves 0 … `size` - 1 in order, `ahead` of them asked of the hashers at once, each
+ * started after the position the log recorded before its first leaf. `next(endedAt)` answers the
+ * next run as it follows `endedAt`, where the run before it really ended.
+ */
+function plannedRuns(db: Knex, size: number, hashers: LeafHashers, runLeaves: number, ahead: number) {
+  const asked: { first: number; after: Promise<Position | null>; hashed: Promise<HashedRun> }[] = [];
+  let planned = 0;
+  const ask = () => {
+    while (asked.length < ahead && planned < size) {
+      const first = planned;
+      const count = Math.min(runLeaves, size - first);
+      const after = first === 0 ? Promise.resolve(null) : recordedPositionBefore(db, first);
+      const hashed = after.then((position) => hashers.hash({ after: position, count }));
+      // A run asked ahead and never used (the check stopped at a difference) must not go unhandled.
+      hashed.catch(() => undefined);
+      asked.push({ first, after, hashed });
+      planned += count;
+    }
+  };
+  return {
+    async next(endedAt: Position | null): Promise<HashedRun> {
+      ask();
+      const run = asked.shift();
+      if (!run) return { hashes: new Uint8Array(0), positions: [] };
+      ask();
+      if ((await run.after) === endedAt) return run.hashed;
+      return hashers.hash({ after: endedAt, count: Math.min(runLeaves, size - run.first) });
+    },
+    stop() {
+      asked.length = 0;
+    },
+  };
+}
+
+/** The position the log recorded for leaf `leaf` - 1 (`leaf` a multiple of TILE_WIDTH); null if none. */
+async function recordedPositionBefore(db: Knex, leaf: number): Promise<Position | null> {
+  const row = await db("log_leaf_positions")
+    .where({ tile: leaf / TILE_WIDTH - 1 })
+    .first<{ positions: string } | undefined>("positions");
+  return row?.positions.split("\n").at(-1) ?? null;
 }
 
 /**

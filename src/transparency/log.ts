@@ -8,10 +8,11 @@ import {
 } from "@handoff/sdk/transparency";
 import type { Knex } from "knex";
 import type { EventStore, Position, RecordedEvent } from "../eventstore/port.js";
-import { type CheckProgress, checkLog, type LogCheck } from "./check.js";
+import { type CheckOptions, type CheckProgress, checkLog, type LogCheck } from "./check.js";
 import { Checkpoints, type SignedCheckpoint } from "./checkpoints.js";
 import { entryOf } from "./entries.js";
 import { LogHasher } from "./hasher.js";
+import { inThreadHashers } from "./leaf-hashes.js";
 import { TILE_WIDTH, TileReader } from "./tiles.js";
 
 interface PositionsRow {
@@ -93,12 +94,19 @@ export class TransparencyLog {
     await this.hasher.stop();
   }
 
-  /** Recomputes the tree from the stored events (decisions 9.4); a difference marks the log tampered. */
-  async check(onProgress?: (progress: CheckProgress) => void): Promise<LogCheck> {
+  /**
+   * Recomputes the tree from the stored events (decisions 9.4); a difference marks the log tampered.
+   * The leaves are recomputed on this thread through the service's store unless `hashers` are given
+   * (`handoff log check` gives threads of their own).
+   */
+  async check({ onProgress, hashers, ...runs }: CheckOptions = {}): Promise<LogCheck> {
     if (this.health.state !== "tampered") this.health = { state: "checking", progress: null };
-    const result = await checkLog(this.store, this.db, this.checkpoints, (progress) => {
-      if (this.health.state === "checking") this.health = { state: "checking", progress };
-      onProgress?.(progress);
+    const result = await checkLog(hashers ?? inThreadHashers(this.store), this.db, this.checkpoints, {
+      ...runs,
+      onProgress: (progress) => {
+        if (this.health.state === "checking") this.health = { state: "checking", progress };
+        onProgress?.(progress);
+      },
     });
     this.health = result.ok
       ? { state: "ok" }

@@ -9,6 +9,14 @@ import { buildWebApp } from "../../web/build.js";
 import { waitUntil } from "../http/transfer-helpers.js";
 import { randomPublicKey, startTestApp, type TestApp } from "../support/app.js";
 import { type Browser, chromiumSkipReason, launchChromium } from "../support/browser.js";
+import {
+  interceptPatches,
+  snap,
+  snapPart,
+  statusSays,
+  until,
+  uploadingLine,
+} from "../support/browser-page.js";
 import { tempDir } from "../support/databases.js";
 import { outboxMessages } from "../support/outbox.js";
 import { freePort } from "../support/server-process.js";
@@ -16,8 +24,6 @@ import { type Receiver, startReceiver } from "../support/webhook-receiver.js";
 
 if (chromiumSkipReason) console.warn(`[handoff tests] browser suite skipped: ${chromiumSkipReason}`);
 
-/** Set (npm run screenshots) to write a picture of each page into that folder. */
-const SCREENSHOTS = process.env.HANDOFF_SCREENSHOTS;
 const PERSON = "dana@example.com";
 const LOGIN_PASSWORD = "correct horse battery";
 const NEW_LOGIN_PASSWORD = "a fresh login passphrase";
@@ -27,19 +33,6 @@ const MISSING_PAGE = "/no-such-page";
 let baseUrl: string;
 let dataDir: string;
 const RECEIVING_PASSWORD = "receiving staple 42";
-
-async function snap(page: Page, name: string): Promise<void> {
-  if (!SCREENSHOTS) return;
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-}
-
-/** A picture of one part of a page (a settings section). */
-async function snapPart(part: Locator, name: string): Promise<void> {
-  if (!SCREENSHOTS) return;
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  await part.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
-}
 
 /**
  * Holds back the answer to the page's next request for its received list (later ones pass):
@@ -67,22 +60,6 @@ async function holdNextListRequest(page: Page) {
       await page.unroute(isList);
     },
   };
-}
-
-/** Waits for `success` to show; an error the page reports instead fails at once, in its words. */
-async function until(page: Page, success: Locator): Promise<void> {
-  const failed = page.locator('main .status[data-kind="error"]').first();
-  await Promise.race([
-    success.first().waitFor({ timeout: 60_000 }),
-    failed.waitFor({ timeout: 60_000 }).then(async () => {
-      throw new Error(`the page reported: ${await failed.textContent()}`);
-    }),
-  ]);
-}
-
-/** Waits until a live region in `scope` reports success saying `text`. */
-function statusSays(page: Page, text: string, scope = page.locator("main")): Promise<void> {
-  return until(page, scope.locator('.status[data-kind="ok"]', { hasText: text }));
 }
 
 /**
@@ -117,40 +94,6 @@ async function saveOne(page: Page, button: Locator): Promise<{ name: string; byt
       return bytes;
     }),
   };
-}
-
-/**
- * Intercepts the page's tus PATCHes: each one let through is recorded (its offset and size) and
- * slowed a little (the progress line measures a speed only after 0.2 s), and the `hold`-th is
- * held until `release`, then dropped, as a reload drops a request under way.
- */
-async function interceptPatches(page: Page, hold: number) {
-  const patches: { offset: number; bytes: number }[] = [];
-  let held: () => void = () => {};
-  const holding = new Promise<void>((resolve) => {
-    held = resolve;
-  });
-  let release: () => void = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let seen = 0;
-  await page.route("**/v1/uploads/**", async (route) => {
-    const request = route.request();
-    if (request.method() !== "PATCH") return route.continue();
-    if (++seen === hold) {
-      held();
-      await released;
-      return route.abort().catch(() => {});
-    }
-    patches.push({
-      offset: Number(request.headers()["upload-offset"]),
-      bytes: request.postDataBuffer()?.length ?? 0,
-    });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    return route.continue();
-  });
-  return { patches, holding, release };
 }
 
 const suite = `a person in the browser (headless Chromium)${chromiumSkipReason ? `: skipped, ${chromiumSkipReason}` : ""}`;
@@ -703,9 +646,7 @@ describe.skipIf(chromiumSkipReason !== "")(suite, () => {
     await page.getByRole("button", { name: "Encrypt and send" }).click();
     await holding;
     // The first 4 MiB are on the server; the progress line says bytes of the total, speed, time left.
-    await page
-      .locator("main .status", { hasText: /^Uploading: [\d.]+ MB of 12 MB · [\d.]+ MB\/s · \d+ s left$/ })
-      .waitFor();
+    await uploadingLine(page, "12 MB").waitFor();
     const shown = Number(
       await page.getByRole("progressbar", { name: "Send progress" }).getAttribute("value"),
     );

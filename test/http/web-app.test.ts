@@ -28,6 +28,7 @@ const PAGES = [
   "/reset-password",
   "/resend-verification",
   "/t/tr_abc123",
+  `/r/hrq_${"A".repeat(32)}`,
 ];
 const HTML = { accept: "text/html,application/xhtml+xml,*/*;q=0.8" };
 

@@ -152,12 +152,15 @@ describe.skipIf(!postgresServer)(
       proxy.drop(serving);
       expect(await cut.ended).toBe("cut");
 
-      // The rest through the two left; the killed one's lease makes them answer 423 until it lapses.
+      // The rest through the two left. The killed one's lease names a process of this host that no
+      // longer runs, so they take it over at once: no 423 (instances on other hosts wait it out,
+      // test/blobs/upload-leases.test.ts).
       await tusUpload(resumable, data.length, slice, { chunk: CHUNK, trip: seen });
-      expect(seen.locked.length).toBeGreaterThan(0);
-      expect(seen.locked.every((value) => Number(value) > 0)).toBe(true);
+      expect(seen.locked).toEqual([]);
+      // The upload's PATCHes reached more than one instance (which ones depends on the other
+      // requests in the round: with no 423s to retry, few enough to miss one of three).
       const patchedOn = new Set(proxy.served.filter((s) => s.method === "PATCH").map((s) => s.instance));
-      expect(patchedOn.size).toBe(3);
+      expect(patchedOn.size).toBeGreaterThanOrEqual(2);
 
       await call(base, "POST", `/v1/transfers/${presigned.id}/confirm`, key);
       const download = await fetch(`${base}/v1/transfers/${presigned.id}/download`, {

@@ -4,6 +4,7 @@ import { forgotPasswordPage, resendVerificationPage } from "./pages/account-mail
 import { homePage } from "./pages/home.js";
 import { inboxPage } from "./pages/inbox.js";
 import { loginPage } from "./pages/login.js";
+import { requestLinkPage } from "./pages/request-link.js";
 import { resetPasswordPage } from "./pages/reset-password.js";
 import { sendPage } from "./pages/send.js";
 import { sentPage } from "./pages/sent.js";
@@ -11,7 +12,7 @@ import { settingsPage } from "./pages/settings.js";
 import { signupPage } from "./pages/signup.js";
 import { verifyPage } from "./pages/verify.js";
 import { forgetUnlocked } from "./receiving-key.js";
-import { definePages, interceptLinks, navigate, render } from "./router.js";
+import { definePages, interceptLinks, navigate, REQUEST_PAGE, render } from "./router.js";
 import { registerDownloadWorker } from "./save.js";
 import { clearSession, currentSession, onSessionChange } from "./session.js";
 import { forgetAllUploads } from "./unfinished-uploads.js";
@@ -64,6 +65,7 @@ definePages(
     "/forgot-password": forgotPasswordPage,
     "/reset-password": resetPasswordPage,
     "/resend-verification": resendVerificationPage,
+    [REQUEST_PAGE]: requestLinkPage,
   },
   drawNav,
 );

@@ -30,13 +30,30 @@ export function navigate(to: string, options: { replace?: boolean } = {}): void 
 
 /** A transfer's own address (its `url`) opens the inbox at that transfer. */
 const TRANSFER_PATH = /^\/t\/([\w-]+)$/;
+/** A request link's page (decisions 10.4): the token is the whole credential. */
+const REQUEST_PATH = /^\/r\/([^/]+)$/;
+/** The key its page is defined under (no address is this path itself). */
+export const REQUEST_PAGE = "/r/:token";
+
+/** The page a path names, and what its path carries into the query (a transfer's id, a link's token). */
+function routeOf(path: string, query: URLSearchParams): Page | undefined {
+  const transfer = TRANSFER_PATH.exec(path)?.[1];
+  if (transfer) {
+    query.set("transfer", transfer);
+    return routes.get("/inbox");
+  }
+  const token = REQUEST_PATH.exec(path)?.[1];
+  if (token) {
+    query.set("token", token);
+    return routes.get(REQUEST_PAGE);
+  }
+  return routes.get(path);
+}
 
 export async function render(): Promise<void> {
   const main = document.getElementById("main") as HTMLElement;
   const query = new URLSearchParams(location.search);
-  const transfer = TRANSFER_PATH.exec(location.pathname)?.[1];
-  if (transfer) query.set("transfer", transfer);
-  const page = routes.get(transfer ? "/inbox" : location.pathname);
+  const page = routeOf(location.pathname, query);
   if (!page) {
     document.title = "Page not found · Handoff";
     onNavigate();

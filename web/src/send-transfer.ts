@@ -1,20 +1,21 @@
-import {
-  encryptedSize,
-  fromBase64,
-  newContentKey,
-  SALT_SIZE,
-  toBase64,
-  wrapContentKey,
-} from "@handoff/sdk/crypto";
+import { encryptedSize, fromBase64, newContentKey, toBase64, wrapContentKey } from "@handoff/sdk/crypto";
 import type { Account, ExpiresIn, PresignedAnswer, Transfer, TransferFields } from "@handoff/sdk/types";
 import { RESUMABLE_FROM } from "@handoff/sdk/upload-rules";
 import { api, errorOf } from "./api.js";
-import { formatBytes, formatDate } from "./format.js";
 import { provenAgent } from "./key-transparency.js";
+import {
+  byOwnName,
+  type ChosenFile,
+  declaredForServer,
+  declareFiles,
+  type SendStage,
+  sameFilesAgain,
+  uploadFiles,
+  withUploadLinks,
+} from "./resumable-send.js";
 import { currentSession } from "./session.js";
 import { encryptFile, type Spooled } from "./spool.js";
-import { uploadThroughTus } from "./tus-upload.js";
-import { forgetUpload, rememberUpload, sameFile, type UnfinishedUpload } from "./unfinished-uploads.js";
+import { forgetUpload, rememberUpload, type UnfinishedUpload } from "./unfinished-uploads.js";
 
 export interface SendRequest {
   from: Account;
@@ -25,9 +26,7 @@ export interface SendRequest {
   files: File[];
 }
 
-export type SendStage =
-  | { stage: "encrypting"; file: string; bytes: number; total: number }
-  | { stage: "uploading"; bytes: number; total: number };
+export type { SendStage };
 
 /**
  * Human-to-agent (decisions 4.6): resolve the agent's key (proven by the transparency log, 9.6), wrap a fresh content key to it, encrypt
@@ -115,36 +114,17 @@ async function sendResumable(
   contentKey: Uint8Array,
   onStage: (stage: SendStage) => void,
 ): Promise<Transfer> {
-  const declared = files.map((file) => ({
-    name: file.name,
-    size: file.size,
-    last_modified: file.lastModified,
-    type: file.type || "application/octet-stream",
-    wire_size: encryptedSize(file.size),
-    encryption_iv: toBase64(crypto.getRandomValues(new Uint8Array(SALT_SIZE))),
-  }));
+  const declared = declareFiles(byOwnName(files));
   const created = await api<PresignedAnswer>("/v1/transfers/presigned", {
     method: "POST",
-    json: {
-      ...fields,
-      files: declared.map((file) => ({
-        name: file.name,
-        size: file.wire_size,
-        content_type: file.type,
-        encryption_iv: file.encryption_iv,
-      })),
-    },
+    json: { ...fields, files: declaredForServer(declared) },
   });
   const upload: UnfinishedUpload = {
     transfer_id: created.id,
     recipient: fields.recipient,
     expires_at: created.expires_at,
     content_key: toBase64(contentKey),
-    files: declared.map((file, index) => {
-      const link = created.upload_urls[index];
-      if (link?.file_name !== file.name) throw new Error(`the server gave no upload link for ${file.name}`);
-      return { ...file, resumable_url: link.resumable_url };
-    }),
+    files: withUploadLinks(declared, created.upload_urls),
   };
   rememberUpload(accountId, upload);
   return finishUpload(accountId, upload, files, onStage);
@@ -157,17 +137,10 @@ async function sendResumable(
 export async function resumeUpload(
   accountId: string,
   upload: UnfinishedUpload,
-  chosen: File[],
+  chosen: ChosenFile[],
   onStage: (stage: SendStage) => void,
 ): Promise<Transfer> {
-  const files = upload.files.map((begun) => {
-    const file = chosen.find((candidate) => sameFile(candidate, begun));
-    if (!file)
-      throw new Error(
-        `choose the same file: ${begun.name}, ${formatBytes(begun.size)}, last changed ${formatDate(new Date(begun.last_modified).toISOString())}`,
-      );
-    return file;
-  });
+  const files = sameFilesAgain(upload, chosen);
   const transfer = await api<Transfer>(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}`);
   if (transfer.status !== "pending") {
     forgetUpload(accountId, upload.transfer_id);
@@ -184,19 +157,7 @@ async function finishUpload(
   files: File[],
   onStage: (stage: SendStage) => void,
 ): Promise<Transfer> {
-  const contentKey = fromBase64(upload.content_key);
-  const total = upload.files.reduce((sum, file) => sum + file.wire_size, 0);
-  const held = upload.files.map(() => 0);
-  try {
-    for (const [index, begun] of upload.files.entries()) {
-      await uploadThroughTus({ file: files[index] as File, upload: begun, contentKey }, (bytes) => {
-        held[index] = bytes;
-        onStage({ stage: "uploading", bytes: held.reduce((sum, b) => sum + b, 0), total });
-      });
-    }
-  } finally {
-    contentKey.fill(0);
-  }
+  await uploadFiles(upload, files, onStage);
   const transfer = await api<Transfer>(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}/confirm`, {
     method: "POST",
   });

@@ -4,9 +4,9 @@
  * file when the person chooses it again (name, size, last change) and what the upload needs to go
  * on: the transfer, each file's `resumable_url` and salt, and K, the transfer's content key, which
  * seals the records again from the one holding the server's offset. Kept in this origin's
- * localStorage, per account, so a closed tab or a crashed browser can still finish; removed when
- * the send completes, when it is discarded, and at logout. It lives no longer than the upload
- * links (`expires_at`).
+ * localStorage, per owner (an account, or a request link a person answers without one), so a
+ * closed tab or a crashed browser can still finish; removed when the send completes, when it is
+ * discarded, and at logout. It lives no longer than the upload links (`expires_at`).
  */
 export interface UnfinishedFile {
   name: string;
@@ -30,36 +30,36 @@ export interface UnfinishedUpload {
 
 const PREFIX = "handoff.unfinished-uploads.";
 
-function read(accountId: string): UnfinishedUpload[] {
+function read(owner: string): UnfinishedUpload[] {
   try {
-    return JSON.parse(localStorage.getItem(PREFIX + accountId) ?? "[]") as UnfinishedUpload[];
+    return JSON.parse(localStorage.getItem(PREFIX + owner) ?? "[]") as UnfinishedUpload[];
   } catch {
     return [];
   }
 }
 
-function write(accountId: string, uploads: UnfinishedUpload[]): void {
-  if (uploads.length === 0) localStorage.removeItem(PREFIX + accountId);
-  else localStorage.setItem(PREFIX + accountId, JSON.stringify(uploads));
+function write(owner: string, uploads: UnfinishedUpload[]): void {
+  if (uploads.length === 0) localStorage.removeItem(PREFIX + owner);
+  else localStorage.setItem(PREFIX + owner, JSON.stringify(uploads));
 }
 
-/** The account's unfinished uploads whose links still live; expired ones are dropped. */
-export function unfinishedUploads(accountId: string): UnfinishedUpload[] {
-  const all = read(accountId);
+/** The owner's unfinished uploads whose links still live; expired ones are dropped. */
+export function unfinishedUploads(owner: string): UnfinishedUpload[] {
+  const all = read(owner);
   const live = all.filter((upload) => Date.parse(upload.expires_at) > Date.now());
-  if (live.length !== all.length) write(accountId, live);
+  if (live.length !== all.length) write(owner, live);
   return live;
 }
 
 /** Written before the first byte is sent, so a reload at any point can go on. */
-export function rememberUpload(accountId: string, upload: UnfinishedUpload): void {
-  write(accountId, [...read(accountId).filter((u) => u.transfer_id !== upload.transfer_id), upload]);
+export function rememberUpload(owner: string, upload: UnfinishedUpload): void {
+  write(owner, [...read(owner).filter((u) => u.transfer_id !== upload.transfer_id), upload]);
 }
 
-export function forgetUpload(accountId: string, transferId: string): void {
+export function forgetUpload(owner: string, transferId: string): void {
   write(
-    accountId,
-    read(accountId).filter((upload) => upload.transfer_id !== transferId),
+    owner,
+    read(owner).filter((upload) => upload.transfer_id !== transferId),
   );
 }
 
@@ -67,7 +67,3 @@ export function forgetUpload(accountId: string, transferId: string): void {
 export function forgetAllUploads(): void {
   for (const key of Object.keys(localStorage)) if (key.startsWith(PREFIX)) localStorage.removeItem(key);
 }
-
-/** Whether `file` is the one the upload began with, as far as a page can tell. */
-export const sameFile = (file: File, begun: UnfinishedFile) =>
-  file.name === begun.name && file.size === begun.size && file.lastModified === begun.last_modified;

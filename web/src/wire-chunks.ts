@@ -3,9 +3,10 @@ import { createEncryptStream, HEADER_SIZE, RECORD_SIZE, TAG_SIZE } from "@handof
 /**
  * Wire bytes per PATCH. The server keeps every PATCH it acknowledged, so a reload loses at most
  * the one under way; a browser sends a request body from a Blob (a streamed body needs HTTP/2), so
- * this much ciphertext is held in memory at a time.
+ * this much ciphertext is held in memory at a time (twice that while the next one is sealed ahead,
+ * tus-upload.ts).
  */
-const PATCH_BYTES = 4 * 1024 * 1024;
+export const PATCH_BYTES = 4 * 1024 * 1024;
 const WIRE_RECORD = RECORD_SIZE + TAG_SIZE;
 
 /**

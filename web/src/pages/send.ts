@@ -1,14 +1,12 @@
 import type { ExpiresIn, SendableAgentList, Transfer } from "@handoff/sdk/types";
-import { ApiError, api, messageOf } from "../api.js";
-import { confirmThen } from "../confirm.js";
-import { field, h, replace, showStatus, statusLine } from "../dom.js";
+import { ApiError, api } from "../api.js";
+import { field, h, replace, showStatus } from "../dom.js";
 import { actionForm } from "../form.js";
-import { formatBytes } from "../format.js";
-import { TransferMeter } from "../meter.js";
 import type { Page } from "../router.js";
-import { resumeUpload, type SendStage, sendToAgent } from "../send-transfer.js";
+import { resumeUpload, sendToAgent } from "../send-transfer.js";
 import { currentSession } from "../session.js";
 import { forgetUpload, type UnfinishedUpload, unfinishedUploads } from "../unfinished-uploads.js";
+import { stageShower, unfinishedCard } from "../upload-views.js";
 
 const EXPIRY = [
   ["1h", "1 hour"],
@@ -39,95 +37,28 @@ async function agentOptions(): Promise<HTMLOptionElement[]> {
   }
 }
 
-/**
- * Shows how a send goes, on its progress bar and status line: each file's encryption, then the
- * upload, each with bytes, speed and time left.
- */
-function stageShower(progress: HTMLProgressElement, status: HTMLElement): (stage: SendStage) => void {
-  const meters = new Map<string, TransferMeter>();
-  progress.hidden = false;
-  progress.value = 0;
-  return (stage) => {
-    const part = stage.stage === "encrypting" ? `Encrypting ${stage.file}` : "Uploading";
-    let meter = meters.get(part);
-    if (!meter) {
-      meter = new TransferMeter(stage.total);
-      meters.set(part, meter);
-    }
-    progress.max = Math.max(stage.total, 1);
-    progress.value = stage.bytes;
-    showStatus(status, `${part}: ${meter.update(stage.bytes)}`);
-  };
-}
-
 /** What the person reads once a transfer is on its way. */
 function sentWords(transfer: Transfer): string {
   const files = transfer.files.length === 1 ? transfer.files[0]?.name : `${transfer.files.length} files`;
   return `Sent ${files} to ${transfer.recipient}, end-to-end encrypted (transfer ${transfer.id}).`;
 }
 
-/**
- * An upload a reload (or a closed tab) interrupted (decisions 7.2). The page cannot reopen the
- * file, so it asks for it again: choosing the same one (name, size, last change) goes on from the
- * server's offset. "Discard" deletes the unfinished transfer.
- */
-function unfinishedCard(accountId: string, upload: UnfinishedUpload, done: () => void): HTMLElement {
-  const names = upload.files.map((file) => `${file.name} (${formatBytes(file.size)})`).join(", ");
-  const several = upload.files.length > 1;
-  const input = h("input", { type: "file", name: "same-files", multiple: several, required: true });
-  const progress = h("progress", { max: 1, value: 0, hidden: true, "aria-label": "Resume progress" });
-  const discard = h("button", { type: "button", class: "danger" }, "Discard");
-  const form = actionForm({
-    layout: "inline",
-    fields: [
-      field(several ? "The same files" : "The same file", input, "The upload goes on where it stopped."),
-      discard,
-    ],
-    submit: "Resume upload",
-    after: [progress],
-    async action(status) {
-      const transfer = await resumeUpload(
-        accountId,
-        upload,
-        [...(input.files ?? [])],
-        stageShower(progress, status),
+/** The card of an upload a reload interrupted: resumed with the same file, or discarded (the transfer deleted). */
+function unfinishedSend(accountId: string, upload: UnfinishedUpload, done: () => void): HTMLElement {
+  return unfinishedCard({
+    upload,
+    resume: async (chosen, onStage) => sentWords(await resumeUpload(accountId, upload, chosen, onStage)),
+    async discard() {
+      await api(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}`, { method: "DELETE" }).catch(
+        (error) => {
+          // Already gone (expired, deleted elsewhere): forgetting it is all that is left.
+          if (!(error instanceof ApiError && error.status === 404)) throw error;
+        },
       );
-      progress.value = progress.max;
-      showStatus(status, sentWords(transfer), "ok");
+      forgetUpload(accountId, upload.transfer_id);
     },
+    discarded: done,
   });
-  input.addEventListener("change", () => form.requestSubmit());
-  const discarding = statusLine();
-  discard.addEventListener("click", () =>
-    confirmThen(
-      {
-        title: "Discard this upload?",
-        message: `${names} will not be sent, and what was uploaded is deleted. This cannot be undone.`,
-        confirm: "Discard upload",
-      },
-      async () => {
-        await api(`/v1/transfers/${encodeURIComponent(upload.transfer_id)}`, { method: "DELETE" }).catch(
-          (error) => {
-            // Already gone (expired, deleted elsewhere): forgetting it is all that is left.
-            if (!(error instanceof ApiError && error.status === 404)) throw error;
-          },
-        );
-        forgetUpload(accountId, upload.transfer_id);
-        done();
-      },
-    ).catch((error) => showStatus(discarding, messageOf(error), "error")),
-  );
-  return h(
-    "section",
-    { class: "notice unfinished", "data-upload": upload.transfer_id, "aria-label": "Unfinished upload" },
-    h(
-      "p",
-      {},
-      `Unfinished upload: ${names} to ${upload.recipient} — choose the same ${several ? "files" : "file"} to resume.`,
-    ),
-    form,
-    discarding,
-  );
 }
 
 export const sendPage: Page = {
@@ -205,7 +136,7 @@ export const sendPage: Page = {
       replace(
         unfinished,
         unfinishedUploads(session.account.id).map((upload) =>
-          unfinishedCard(session.account.id, upload, drawUnfinished),
+          unfinishedSend(session.account.id, upload, drawUnfinished),
         ),
       );
     drawUnfinished();

@@ -16,6 +16,7 @@ export {
   generateEd25519KeyPair,
   generateX25519KeyPair,
   type KeyPair,
+  keyFingerprint,
   newContentKey,
   x25519PublicKeyOf,
 } from "./keys.js";

@@ -1,4 +1,5 @@
 import { ed25519, x25519 } from "@noble/curves/ed25519.js";
+import { sha256 } from "@noble/hashes/sha2.js";
 import { HandoffCryptoError } from "./errors.js";
 
 /** Raw 32-byte keys. For Ed25519 the private key is the 32-byte seed (RFC 8032). */
@@ -31,6 +32,17 @@ export function x25519PublicKeyOf(privateKey: Uint8Array): Uint8Array {
 
 export function ed25519PublicKeyOf(seed: Uint8Array): Uint8Array {
   return ed25519.getPublicKey(requireKey(seed, "Ed25519 seed"));
+}
+
+/**
+ * How a person compares a public key with what its owner shows them: SHA-256 of the raw key, in
+ * hex, in groups of four ("3f9a 0c71 …", 16 groups). A request link's page shows the agent's.
+ */
+export function keyFingerprint(publicKey: Uint8Array): string {
+  const hex = [...sha256(requireKey(publicKey, "public key"))]
+    .map((byte) => byte.toString(16).padStart(2, "0"))
+    .join("");
+  return (hex.match(/.{4}/g) as string[]).join(" ");
 }
 
 export function generateX25519KeyPair(): KeyPair {

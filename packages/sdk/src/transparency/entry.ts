@@ -1,4 +1,4 @@
-import { type Hash, leafHash } from "./merkle.js";
+import { type Hash, textLeafHash } from "./merkle.js";
 
 /**
  * A leaf of the log (decisions 9.1): one event as the log keeps it. `data` is exactly as stored,
@@ -20,7 +20,7 @@ export function entryBytes(entry: LogEntry): Uint8Array {
 }
 
 export function entryLeafHash(entry: LogEntry): Hash {
-  return leafHash(entryBytes(entry));
+  return textLeafHash(canonicalJson(entry));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { sha256 } from "./sha256.js";
+import { sha256, sha256OfText } from "./sha256.js";
 
 /**
  * The Merkle tree of the log (decisions 9.1): RFC 6962 section 2.1 hashing, RFC 9162 sections
@@ -19,6 +19,14 @@ export function leafHash(leaf: Uint8Array): Hash {
   input[0] = LEAF_PREFIX;
   input.set(leaf, 1);
   return sha256(input);
+}
+
+/**
+ * H(0x00 ‖ UTF-8 of `text`): leafHash of a leaf that is text, hashed without a copy of its bytes
+ * (U+0000 is the one byte 0x00 in UTF-8).
+ */
+export function textLeafHash(text: string): Hash {
+  return sha256OfText(`\u0000${text}`);
 }
 
 /** H(0x01 ‖ left ‖ right). */

@@ -1,6 +1,6 @@
 import { sha256 as nobleSha256 } from "@noble/hashes/sha2.js";
 
-type NodeCrypto = { hash(algorithm: string, data: Uint8Array, encoding: "buffer"): Uint8Array };
+type NodeCrypto = { hash(algorithm: string, data: Uint8Array | string, encoding: "buffer"): Uint8Array };
 
 /**
  * SHA-256 for the log's hashes: Node's own where there is one (about five times faster on a 1 KB
@@ -11,11 +11,21 @@ const nodeCrypto = (
   globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }
 ).process?.getBuiltinModule?.("node:crypto") as NodeCrypto | undefined;
 
-export const sha256: (data: Uint8Array) => Uint8Array =
-  nodeCrypto && typeof nodeCrypto.hash === "function"
-    ? (data) => {
-        // A plain Uint8Array over the Buffer: a Buffer's slice() shares memory, a Uint8Array's copies.
-        const digest = nodeCrypto.hash("sha256", data, "buffer");
-        return new Uint8Array(digest.buffer, digest.byteOffset, digest.byteLength);
-      }
-    : nobleSha256;
+const oneShot = nodeCrypto && typeof nodeCrypto.hash === "function" ? nodeCrypto : null;
+
+/** A plain Uint8Array over Node's Buffer: a Buffer's slice() shares memory, a Uint8Array's copies. */
+const plain = (digest: Uint8Array) => new Uint8Array(digest.buffer, digest.byteOffset, digest.byteLength);
+
+export const sha256: (data: Uint8Array) => Uint8Array = oneShot
+  ? (data) => plain(oneShot.hash("sha256", data, "buffer"))
+  : nobleSha256;
+
+const encoder = new TextEncoder();
+
+/**
+ * SHA-256 of a string's UTF-8 bytes. Node encodes the string as it hashes it, with no copy of the
+ * bytes in JavaScript: the log check hashes every leaf's canonical JSON this way.
+ */
+export const sha256OfText: (text: string) => Uint8Array = oneShot
+  ? (text) => plain(oneShot.hash("sha256", text, "buffer"))
+  : (text) => nobleSha256(encoder.encode(text));

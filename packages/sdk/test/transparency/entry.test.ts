@@ -1,7 +1,7 @@
 import canonicalize from "canonicalize";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, entryBytes, entryLeafHash } from "../../src/transparency/index.js";
+import { canonicalJson, entryBytes, entryLeafHash, leafHash } from "../../src/transparency/index.js";
 
 describe("log entries as RFC 8785 canonical JSON", () => {
   it("serializes the RFC's own example as the RFC does", () => {
@@ -39,5 +39,15 @@ describe("log entries as RFC 8785 canonical JSON", () => {
       '{"at":"2026-01-01T00:00:00.000Z","data":{"a":[2],"b":1},"position":"1.2","stream":"s","type":"T"}',
     );
     expect(entryLeafHash(shuffled)).toEqual(entryLeafHash(entry));
+  });
+
+  it("hashes an entry's text as RFC 6962 hashes the leaf's UTF-8 bytes, whatever characters it holds", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme" }), fc.jsonValue(), (text, value) => {
+        const entry = { position: "1.1", type: text, stream: "s", at: "t", data: { value } };
+        expect(entryLeafHash(entry)).toEqual(leafHash(entryBytes(entry)));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
