@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_FILES_PER_TRANSFER } from "../../domain/file-names.js";
 import { byteCount, count, IdParams, list, named, slugSchema, timestamp } from "./common.js";
+import { KeyProof } from "./log.js";
 import { operation } from "./operation.js";
 import { ExpiresIn, isMediaType, PresignedUploadLink } from "./transfers.js";
 
@@ -95,6 +96,9 @@ export const PublicRequest = named(
       name: z.string().nullable(),
       public_key: z.string().describe("X25519 (base64): encrypt the content key to it (decisions 5.2)"),
       key_version: z.number().int().min(1),
+      key_proof: KeyProof.nullable().describe(
+        "The log's proof of this key (decisions 9.6): check it before encrypting a byte",
+      ),
     }),
     max_files: count,
     max_total_size: byteCount,

@@ -10,6 +10,8 @@ export interface RequestLinkWithAgent extends RequestLinkRow {
   agent_name: string | null;
   agent_public_key: string | null;
   agent_key_version: number | null;
+  /** The log position of the event that set the agent's current keys (decisions 9.6). */
+  agent_key_position: string | null;
   agent_connection_status: string;
 }
 
@@ -22,6 +24,7 @@ function withAgent(db: Knex) {
       "a.name as agent_name",
       "a.public_key as agent_public_key",
       "a.key_version as agent_key_version",
+      "a.key_position as agent_key_position",
       "a.connection_status as agent_connection_status",
     );
 }

@@ -1,4 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
+import { fromBase64 } from "@handoff/sdk/crypto";
+import {
+  entryLeafHash,
+  type KeyProof,
+  openCheckpoint,
+  parseVerifierKey,
+  verifyInclusion,
+} from "@handoff/sdk/transparency";
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REQUEST_TOKEN_REQUESTS } from "../../src/rate-limits/policy.js";
@@ -60,6 +68,17 @@ async function owner(plan = "free") {
     email: string;
     agent: typeof agent;
   };
+}
+
+/** Once a checkpoint covers the agent's key leaf (decisions 9.2: about a second), its proof as GET /v1/agents/{id} shows it. */
+async function keysProven(o: { apiKey: string; agent: { id: string } }): Promise<KeyProof> {
+  let proof: KeyProof | null = null;
+  await waitUntil(async () => {
+    const res = await t.call("GET", `/v1/agents/${o.agent.id}`, { key: o.apiKey });
+    proof = res.json().key_proof;
+    return proof !== null;
+  }, "a checkpoint covers the agent's key");
+  return proof as unknown as KeyProof;
 }
 
 async function createLink(
@@ -250,6 +269,7 @@ describe("GET /v1/requests/by-token/{token} (decisions 10.2)", () => {
   it("shows the link and the agent's key, never the account, its e-mail or its other agents", async () => {
     const o = await owner();
     await registerAgent(t, o.apiKey, { agent_id: "secret-agent", name: "Hidden" });
+    await keysProven(o);
     const link = await linkOk(o.apiKey, { message: "PDF please", ask_sender_name: true });
     const res = await byToken(link.token);
     expect(res.statusCode, res.body).toBe(200);
@@ -261,6 +281,7 @@ describe("GET /v1/requests/by-token/{token} (decisions 10.2)", () => {
         name: "Invoice inbox",
         public_key: o.agent.public_key,
         key_version: o.agent.key_version,
+        key_proof: expect.objectContaining({ entry: expect.objectContaining({ type: "AgentConnected" }) }),
       },
       max_files: 10,
       max_total_size: FREE.maxFileSize,
@@ -271,6 +292,38 @@ describe("GET /v1/requests/by-token/{token} (decisions 10.2)", () => {
     for (const secret of [o.accountId, o.email, "secret-agent", "Hidden", link.id]) {
       expect(res.body).not.toContain(secret);
     }
+  });
+
+  it("carries the log's proof of the agent's key (9.6): its leaf, included in a checkpoint the log key signed", async () => {
+    const o = await owner();
+    await keysProven(o);
+    const link = await linkOk(o.apiKey);
+    const { agent } = (await byToken(link.token)).json() as { agent: { key_proof: KeyProof } };
+    const proof = agent.key_proof;
+    const logKey = parseVerifierKey((await t.call("GET", "/v1/log/key")).json().vkey);
+    const checkpoint = openCheckpoint(proof.checkpoint, logKey);
+    expect(checkpoint.size).toBe(proof.tree_size);
+    expect(proof.entry).toMatchObject({
+      type: "AgentConnected",
+      stream: `agent-${o.agent.id}`,
+      data: { publicKey: o.agent.public_key, keyVersion: o.agent.key_version },
+    });
+    const hashes = proof.inclusion.map(fromBase64);
+    expect(
+      verifyInclusion(entryLeafHash(proof.entry), proof.leaf_index, proof.tree_size, hashes, checkpoint.root),
+    ).toBe(true);
+    // Another agent's leaf does not pass for this one.
+    const other = await registerAgent(t, o.apiKey, { agent_id: "other" });
+    const otherProof = await keysProven({ ...o, agent: other });
+    expect(
+      verifyInclusion(
+        entryLeafHash(otherProof.entry),
+        proof.leaf_index,
+        proof.tree_size,
+        hashes,
+        checkpoint.root,
+      ),
+    ).toBe(false);
   });
 
   it("404 for a forged token, a malformed one, and no transfer is made", async () => {

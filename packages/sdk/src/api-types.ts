@@ -2060,6 +2060,8 @@ export interface components {
                 /** @description X25519 (base64): encrypt the content key to it (decisions 5.2) */
                 public_key: string;
                 key_version: number;
+                /** @description The log's proof of this key (decisions 9.6): check it before encrypting a byte */
+                key_proof: components["schemas"]["KeyProof"] | null;
             };
             max_files: number;
             /** Format: int64 */

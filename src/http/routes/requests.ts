@@ -172,6 +172,7 @@ export function requestRoutes({ service, settle }: RouteContext): FastifyPluginA
             name: link.agent_name,
             public_key: link.agent_public_key,
             key_version: link.agent_key_version,
+            key_proof: await service.transparency.keyProof(link.agent_key_position),
           },
           max_files: link.max_files,
           max_total_size: Number(link.max_total_size),
