@@ -20,7 +20,7 @@ import {
   treeRoot,
 } from "@handoff/sdk/transparency";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rewritingProxy } from "./rewriting-proxy.js";
+import { LINK_ANSWER, rewritingProxy, swapLinkKey } from "./rewriting-proxy.js";
 import {
   blobsOfSize,
   clientAccount,
@@ -49,9 +49,6 @@ async function receivingAgent() {
   await owner.registerAgent(identity, { name: "Invoice inbox" });
   return { owner, identity, apiKey: account.apiKey };
 }
-
-/** The path of a link's answer (GET by-token), which a lying server rewrites. */
-const LINK_ANSWER = /^\/v1\/requests\/by-token\/[^/]+$/;
 
 /**
  * A proof of `real`'s leaf in a tree of `size` leaves (the leaf, then random ones) that is not the
@@ -143,11 +140,7 @@ describe("SDK: request links (decisions 10)", () => {
   it("refuses a link whose key the log does not back, before a byte is encrypted (KEY_NOT_IN_LOG)", async () => {
     const { owner } = await receivingAgent();
     const link = await owner.createRequest({ title: "Swapped" });
-    const proxy = await rewritingProxy(server.baseUrl, (path, body) =>
-      LINK_ANSWER.test(path)
-        ? { ...body, agent: { ...(body.agent as object), public_key: randomBytes(32).toString("base64") } }
-        : null,
-    );
+    const proxy = await rewritingProxy(server.baseUrl, swapLinkKey);
     try {
       const path = join(work.path, "for-the-swapped.bin");
       writeFileSync(path, randomBytes(10));

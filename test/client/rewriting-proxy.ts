@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -59,3 +60,12 @@ export function closeServer(server: Server): Promise<void> {
   server.closeAllConnections();
   return new Promise((resolve) => server.close(() => resolve()));
 }
+
+/** The path of a request link's answer (GET by-token), which a lying server rewrites. */
+export const LINK_ANSWER = /^\/v1\/requests\/by-token\/[^/]+$/;
+
+/** Answers every request link with another public key for its agent, its key_proof left alone. */
+export const swapLinkKey: Rewrite = (path, body) =>
+  LINK_ANSWER.test(path)
+    ? { ...body, agent: { ...(body.agent as object), public_key: randomBytes(32).toString("base64") } }
+    : null;
