@@ -3,7 +3,7 @@
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
  *
  *   npm run bench                      every benchmark
- *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, webhooks, stream, log, instances)
+ *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, python, webhooks, stream, log, instances, requests)
  *
  * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
@@ -26,6 +26,7 @@ const BENCHMARKS: Record<string, string> = {
   stream: "bench/event-stream.ts",
   log: "bench/transparency.ts",
   instances: "bench/instances.ts",
+  requests: "bench/request-links.ts",
 };
 
 const named = process.argv.slice(2);
