@@ -31,3 +31,16 @@ export async function agentClient(identityPath: string, part: "cli" | "mcp"): Pr
   const identity = await loadIdentity(resolve(identityPath));
   return new HandoffClient({ ...settings, identity, userAgent: userAgent(part) });
 }
+
+/**
+ * The client that answers a request link (decisions 10.5): as the agent of an identity file when
+ * one is given (its pinned log view checks the link's key), else as the account of HANDOFF_API_KEY
+ * when set, else as someone with no account, which a link needs none of (its token is the
+ * credential).
+ */
+export async function linkSenderClient(identityPath: string | undefined): Promise<HandoffClient> {
+  if (identityPath) return agentClient(identityPath, "cli");
+  if (process.env.HANDOFF_API_KEY) return accountClient("cli");
+  const baseUrl = process.env.HANDOFF_URL || DEFAULT_HANDOFF_URL;
+  return new HandoffClient({ baseUrl, apiKey: "", userAgent: userAgent("cli") });
+}

@@ -67,6 +67,7 @@ export function addClientCommands(program: Command): void {
   addLogCommands(program);
   addKeysCommands(program);
   addConnectionsCommands(program);
+  addRequestCommands(program);
 }
 
 /** `handoff identity new`: an agent's key pairs, made and registered. */
@@ -94,10 +95,18 @@ function addSendCommand(program: Command): void {
   program
     .command("send")
     .description("encrypt, sign and send files to an agent or a person; prints the transfer")
-    .usage("--identity FILE --to RECIPIENT [options] PATH... | --resume TRANSFER_ID --identity FILE")
+    .usage(
+      "--identity FILE --to RECIPIENT [options] PATH... | --to-request URL PATH... | --resume TRANSFER_ID --identity FILE",
+    )
     .argument("[PATH...]", "the files and folders to send")
     .option("--identity <FILE>", "the sending agent's identity file")
     .option("--to <RECIPIENT>", "an agent slug or a person's e-mail address")
+    .option(
+      "--to-request <URL>",
+      "answer a request link (…/r/hrq_…): encrypted to its agent's key once the log proves it; no account needed",
+    )
+    .option("--sender-name <N>", "with --to-request: your name, shown to the agent as unverified")
+    .option("--sender-email <E>", "with --to-request: your e-mail address, shown to the agent as unverified")
     .option("--account <A>", "the recipient's account (e-mail, UUID or name) when the slug is ambiguous")
     .option("--message <M>", "a message that goes with the files")
     .option("--max-downloads <N>", "downloads allowed, 1 to 1000 (default 10)")
@@ -363,4 +372,44 @@ function addConnectionsCommands(program: Command): void {
     .argument("<ID>", "the connection")
     .addOption(yes())
     .action(runs(async () => (await import("./commands/connections.js")).connectionsRemove));
+}
+
+/** `handoff request create|list|revoke`: links anyone can send an agent files through (decisions 10). */
+function addRequestCommands(program: Command): void {
+  const request = program
+    .command("request")
+    .description("request links: anyone holding one can send an agent files, encrypted to its key");
+  request
+    .command("create")
+    .description("a request link to the agent of FILE; prints the link (shown this once)")
+    .usage("--identity FILE --title T [options]")
+    .option("--identity <FILE>", "the receiving agent's identity file")
+    .option("--title <T>", "what the link asks for, 1 to 200 characters")
+    .option("--message <M>", "more words for the sender, up to 2,000 characters")
+    .option("--max-files <N>", "files a send may hold, 1 to 1000 (default 10)")
+    .option(
+      "--max-size <SIZE>",
+      "bytes all files may take, e.g. 50MiB (default the plan's maximum file size)",
+    )
+    .option(
+      "--expires-in <DURATION>",
+      "1h, 12h, 24h, 7d (default), 14d, 30d or 90d, within the plan's retention",
+    )
+    .option("--uses <N>", "sends the link takes, 1 to 1000 (default 1)")
+    .option("--ask-name", "ask the sender for their name")
+    .option("--ask-email", "ask the sender for their e-mail address")
+    .addOption(new Option("--json", "print the API's JSON (with the link's id) instead of the link"))
+    .addHelpText("after", ENVIRONMENT)
+    .action(runs(async () => (await import("./commands/requests.js")).requestCreate));
+  request
+    .command("list")
+    .description("the account's request links, newest first (never their tokens)")
+    .addOption(json())
+    .action(runs(async () => (await import("./commands/requests.js")).requestList));
+  request
+    .command("revoke")
+    .description("revoke a request link: it answers 410 from now on")
+    .argument("<ID>", "the link's id (handoff request list)")
+    .addOption(yes())
+    .action(runs(async () => (await import("./commands/requests.js")).requestRevoke));
 }

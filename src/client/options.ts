@@ -33,3 +33,25 @@ export function shieldOption(text: string | undefined): ShieldLevel | undefined 
     throw new UsageError(`--shield: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
+
+const SIZE_UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  kib: 2 ** 10,
+  mib: 2 ** 20,
+  gib: 2 ** 30,
+};
+
+/** A size in bytes, or with a unit (`50MiB`, `2GB`); undefined when the flag was not given. */
+export function sizeOption(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^(\d+)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = SIZE_UNITS[match?.[2]?.toLowerCase() ?? "?"];
+  const bytes = match && unit ? Number(match[1]) * unit : 0;
+  if (!Number.isSafeInteger(bytes) || bytes < 1)
+    throw new UsageError(`${flag} must be a size in bytes, or with a unit: KB, MB, GB, KiB, MiB, GiB`);
+  return bytes;
+}

@@ -1,4 +1,5 @@
 import { printJson } from "./output.js";
+import { terminalSafe } from "./terminal-text.js";
 
 /** One column of a table for people: its heading and how a row shows in it. */
 export interface Column<Row> {
@@ -25,15 +26,10 @@ export function formatTable<Row>(rows: Row[], columns: Column<Row>[], empty: str
     .join("");
 }
 
-/** A cell on one line, with control characters (a hostile name's escape sequences) shown, not acted on. */
+/** A cell on one line, with what a terminal would act on (a hostile name's escapes, bidi overrides) shown, not acted on. */
 function oneLine(value: string | number | boolean | null | undefined): string {
   if (value === null || value === undefined) return "-";
-  return [...String(value).replace(/\s+/g, " ")]
-    .map((c) => {
-      const code = c.codePointAt(0) ?? 0;
-      return code < 0x20 || (code >= 0x7f && code < 0xa0) ? `\\x${code.toString(16).padStart(2, "0")}` : c;
-    })
-    .join("");
+  return terminalSafe(String(value).replace(/\s+/g, " "));
 }
 
 /** A list for people as a table, or with --json the API's own JSON. */

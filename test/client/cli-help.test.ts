@@ -92,6 +92,9 @@ describe("handoff --help, --version and completion", () => {
       "connections accept",
       "connections decline",
       "connections remove",
+      "request create",
+      "request list",
+      "request revoke",
       "completion",
     ])
       expect(names).toContain(expected);

@@ -1,65 +1,24 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer, request, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { checkpointBody, signNote } from "@handoff/sdk/transparency";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpSession } from "./mcp-session.js";
+import { closeServer, type RewritingProxy, rewritingProxy } from "./rewriting-proxy.js";
 import { clientAccount, handoff, type ListeningServer, startListeningServer, tempDir } from "./support.js";
 
 /**
  * A proxy in front of the server that, like a compromised operator, answers `resolve` for `victim`
  * with another public key (and leaves the rest of the answer, its key_proof included, alone).
  */
-async function keySwappingProxy(
-  target: string,
-  victim: string,
-): Promise<{ url: string; close(): Promise<void> }> {
-  const upstream = new URL(target);
-  const server = createServer((incoming, outgoing) => {
-    const forwarded = request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        path: incoming.url,
-        method: incoming.method,
-        headers: incoming.headers,
-      },
-      (answer) => {
-        const swapping =
-          incoming.url?.startsWith(`/v1/agents/resolve?agent_id=${victim}`) && answer.statusCode === 200;
-        if (!swapping) {
-          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(outgoing);
-          return;
-        }
-        const chunks: Buffer[] = [];
-        answer.on("data", (chunk: Buffer) => chunks.push(chunk));
-        answer.on("end", () => {
-          const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-          body.public_key = randomBytes(32).toString("base64");
-          const text = JSON.stringify(body);
-          outgoing.writeHead(200, {
-            "content-type": "application/json",
-            "content-length": Buffer.byteLength(text),
-          });
-          outgoing.end(text);
-        });
-      },
-    );
-    incoming.pipe(forwarded);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => closeServer(server),
-  };
-}
-
-function closeServer(server: Server): Promise<void> {
-  server.closeAllConnections();
-  return new Promise((resolve) => server.close(() => resolve()));
+function keySwappingProxy(target: string, victim: string): Promise<RewritingProxy> {
+  return rewritingProxy(target, (path, body) =>
+    path.startsWith(`/v1/agents/resolve?agent_id=${victim}`)
+      ? { ...body, public_key: randomBytes(32).toString("base64") }
+      : null,
+  );
 }
 
 describe("custody in the Node clients: key transparency, receipts, log verify and witness (decisions 9)", () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { HandoffClient } from "@handoff/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PYTHON_TOOLS_FILE } from "../../scripts/contract-documents.js";
 import { McpSession } from "./mcp-session.js";
@@ -99,11 +100,61 @@ describe("handoff mcp over stdio, with the MCP SDK's client, against a running s
     expect(sender.logs.some((log) => String(log.data).includes(transfer.id))).toBe(false);
   });
 
-  it("offers exactly the five tools of decisions 5.5", async () => {
+  it("offers exactly the five tools of decisions 5.5 and request_file of 10.5", async () => {
     const { tools } = await sender.client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ["check_inbox", "download_transfer", "get_profile", "list_connections", "send_file"].sort(),
+      [
+        "check_inbox",
+        "download_transfer",
+        "get_profile",
+        "list_connections",
+        "request_file",
+        "send_file",
+      ].sort(),
     );
+  });
+
+  it("request_file returns a link a person with no account answers; the agent is told and downloads the file byte-exact", async () => {
+    const link = await receiver.ok<{
+      url: string;
+      agent: string;
+      title: string;
+      max_files: number;
+      status: string;
+    }>("request_file", {
+      title: "Your signed contract",
+      message: "PDF please",
+      max_files: 2,
+      expires_in: "1h",
+    });
+    expect(link).toMatchObject({
+      agent: slugs.receiver,
+      title: "Your signed contract",
+      max_files: 2,
+      status: "active",
+    });
+    expect(link.url).toMatch(new RegExp(`^${server.baseUrl}/r/hrq_[A-Za-z0-9_-]{32}$`));
+
+    const contract = Buffer.from(`%PDF-1.7\n${randomBytes(40_000).toString("base64")}\n%%EOF\n`);
+    const stranger = new HandoffClient({ baseUrl: "http://127.0.0.1:9", apiKey: "" });
+    const sent = await stranger.sendToRequest({
+      link: link.url,
+      paths: [file("contract.pdf", contract)],
+      senderName: "Ada",
+    });
+    const told = `new transfer ${sent.transfer_id} from Ada (request link, unverified): 1 file`;
+    await receiver.waitFor(
+      () => receiver.logs.some((log) => String(log.data).startsWith(told)),
+      "the link's transfer announced",
+    );
+
+    const outDir = join(work.path, "requested");
+    const result = await receiver.ok<{ files: { name: string; path: string }[] }>("download_transfer", {
+      transfer_id: sent.transfer_id,
+      out_dir: outDir,
+    });
+    expect(result.files.map((f) => f.name)).toEqual(["contract.pdf"]);
+    expect(readFileSync(join(outDir, "contract.pdf")).equals(contract)).toBe(true);
   });
 
   it("describes every tool to a model: its answer's schema, each parameter, its hints and what a call uses up", async () => {

@@ -1,8 +1,26 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createIdentity, HandoffClient, HandoffError, parseRequestLink } from "@handoff/sdk";
+import {
+  createIdentity,
+  HandoffClient,
+  HandoffCustodyError,
+  HandoffError,
+  parseRequestLink,
+} from "@handoff/sdk";
+import {
+  checkpointBody,
+  entryLeafHash,
+  inclusionProof,
+  type KeyProof,
+  leavesSource,
+  openCheckpoint,
+  parseVerifierKey,
+  signNote,
+  treeRoot,
+} from "@handoff/sdk/transparency";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LINK_ANSWER, rewritingProxy, swapLinkKey } from "./rewriting-proxy.js";
 import {
   blobsOfSize,
   clientAccount,
@@ -29,7 +47,32 @@ async function receivingAgent() {
   const identity = createIdentity(`inbox-${randomBytes(3).toString("hex")}`);
   const owner = new HandoffClient({ baseUrl: server.baseUrl, apiKey: account.apiKey, identity });
   await owner.registerAgent(identity, { name: "Invoice inbox" });
-  return { owner, identity };
+  return { owner, identity, apiKey: account.apiKey };
+}
+
+/**
+ * A proof of `real`'s leaf in a tree of `size` leaves (the leaf, then random ones) that is not the
+ * log's, signed with the log's own key: what a server showing one client a forked log would answer.
+ */
+async function forkedProof(
+  real: KeyProof,
+  origin: string,
+  size: number,
+  seed: Uint8Array,
+): Promise<KeyProof> {
+  const leaves = Array.from({ length: size }, (_, i) =>
+    i === real.leaf_index ? entryLeafHash(real.entry) : new Uint8Array(randomBytes(32)),
+  );
+  const tree = leavesSource(leaves);
+  const root = await treeRoot(tree, size);
+  return {
+    ...real,
+    tree_size: size,
+    checkpoint: signNote(checkpointBody({ origin, size, root }), origin, seed),
+    inclusion: (await inclusionProof(tree, real.leaf_index, size)).map((hash) =>
+      Buffer.from(hash).toString("base64"),
+    ),
+  };
 }
 
 /** Someone with no account: a client with no API key, which a request link needs none of. */
@@ -92,6 +135,63 @@ describe("SDK: request links (decisions 10)", () => {
       status: 410,
       code: "REQUEST_CLOSED",
     });
+  });
+
+  it("refuses a link whose key the log does not back, before a byte is encrypted (KEY_NOT_IN_LOG)", async () => {
+    const { owner } = await receivingAgent();
+    const link = await owner.createRequest({ title: "Swapped" });
+    const proxy = await rewritingProxy(server.baseUrl, swapLinkKey);
+    try {
+      const path = join(work.path, "for-the-swapped.bin");
+      writeFileSync(path, randomBytes(10));
+      const refused = stranger().sendToRequest({ link: `${proxy.url}/r/${link.token}`, paths: [path] });
+      await expect(refused).rejects.toBeInstanceOf(HandoffCustodyError);
+      await expect(refused).rejects.toMatchObject({ code: "KEY_NOT_IN_LOG" });
+      await expect(refused).rejects.toThrow(`agent '${link.agent}'`);
+      expect(await owner.inbox()).toMatchObject({ transfers: [] });
+      expect((await owner.listRequests())[0]).toMatchObject({ uses: 0, status: "active" });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("refuses a link whose checkpoint forks the one its client saw before (LOG_FORKED)", async () => {
+    const { owner, identity, apiKey } = await receivingAgent();
+    let seen: KeyProof | null = null;
+    let forged: KeyProof | null = null;
+    const proxy = await rewritingProxy(server.baseUrl, (path, body) => {
+      if (!LINK_ANSWER.test(path)) return null;
+      const agent = body.agent as { key_proof: KeyProof };
+      seen = agent.key_proof;
+      return forged ? { ...body, agent: { ...agent, key_proof: forged } } : null;
+    });
+    try {
+      const logPath = join(work.path, `${identity.agentId}.log.json`);
+      const sender = new HandoffClient({ baseUrl: proxy.url, apiKey, logPath });
+      const path = join(work.path, "twice.bin");
+      writeFileSync(path, randomBytes(10));
+      const first = await owner.createRequest({ title: "First" });
+      await sender.sendToRequest({ link: `${proxy.url}/r/${first.token}`, paths: [path] });
+      const kept = openCheckpoint(
+        JSON.parse(readFileSync(logPath, "utf8")).checkpoint,
+        parseVerifierKey((await server.call("GET", "/v1/log/key")).json().vkey),
+      );
+
+      // The log's own key signs a tree of the kept size that holds the agent's leaf, with another root.
+      const seed = Buffer.from(
+        readFileSync(join(server.service.config.dataDir, "log.key"), "utf8").trim(),
+        "base64",
+      );
+      forged = await forkedProof(seen as unknown as KeyProof, kept.origin, kept.size, seed);
+      const second = await owner.createRequest({ title: "Second" });
+      const refused = sender.sendToRequest({ link: `${proxy.url}/r/${second.token}`, paths: [path] });
+      await expect(refused).rejects.toBeInstanceOf(HandoffCustodyError);
+      await expect(refused).rejects.toMatchObject({ code: "LOG_FORKED" });
+      const secondNow = (await owner.listRequests()).find((r) => r.id === second.id);
+      expect(secondNow).toMatchObject({ uses: 0, status: "active" });
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("parseRequestLink takes the link's page and nothing else", () => {

@@ -32,6 +32,11 @@ ROOTS = [
     "BroadcastPage",
     "ConnectionList",
     "SendableAgentList",
+    "IssuedRequestLink",
+    "RequestLinkList",
+    "PublicRequest",
+    "RequestTransfer",
+    "ConfirmedRequestTransfer",
 ]
 
 HEADER = '''"""The API's answers as the Python client returns them: generated from docs/openapi.json by

@@ -78,7 +78,14 @@ def test_the_tools_are_the_mcp_servers_with_the_same_inputs_outputs_and_hints() 
         assert sorted(parameters) == sorted(tool["input_schema"]["properties"])
         assert set(tool["annotations"]) == {"readOnlyHint", "destructiveHint", "openWorldHint"}
     hints = {tool["name"]: tool["annotations"]["readOnlyHint"] for tool in tools.TOOLS}
-    assert hints == {"send_file": False, "check_inbox": True, "download_transfer": False, "list_connections": True, "get_profile": True}
+    assert hints == {
+        "send_file": False,
+        "check_inbox": True,
+        "download_transfer": False,
+        "request_file": False,
+        "list_connections": True,
+        "get_profile": True,
+    }
 
 
 def test_the_tools_send_check_download_and_profile(env: dict[str, str], tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -91,7 +92,8 @@ def _get(env: dict[str, str], url: str) -> Any:
 
 class KeySwappingProxy:
     """In front of the real server: passes everything, but while ``swap`` is set gives another
-    public key in resolve's answers (what a compromised operator would do to read what is sent)."""
+    public key in resolve's answers and request links' (what a compromised operator would do to
+    read what is sent)."""
 
     def __init__(self, upstream: str) -> None:
         self.swap = False
@@ -109,10 +111,8 @@ class KeySwappingProxy:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "accept-encoding", "content-length")}
                 answer = httpx.request(self.command, f"{upstream}{self.path}", headers=headers, content=body, timeout=60)
                 content = answer.content
-                if proxy.swap and self.path.startswith("/v1/agents/resolve") and answer.status_code == 200:
-                    data = answer.json()
-                    data["public_key"] = base64.b64encode(os.urandom(32)).decode()
-                    content = json.dumps(data).encode()
+                if proxy.swap and answer.status_code == 200:
+                    content = _swapped(self.path, answer.json()) or content
                 self.send_response(answer.status_code)
                 for name, value in answer.headers.items():
                     if name.lower() not in ("content-length", "transfer-encoding", "content-encoding", "connection"):
@@ -130,6 +130,18 @@ class KeySwappingProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _swapped(path: str, data: Any) -> bytes | None:
+    """A resolve answer, or a request link's, with another public key; None for anything else."""
+    other = base64.b64encode(os.urandom(32)).decode()
+    if path.startswith("/v1/agents/resolve"):
+        data["public_key"] = other
+    elif re.fullmatch(r"/v1/requests/by-token/[^/?]+", path):
+        data["agent"]["public_key"] = other
+    else:
+        return None
+    return json.dumps(data).encode()
 
 
 @pytest.fixture()

@@ -13,7 +13,7 @@ import { type ListenOptions, listen } from "./listen.js";
 import { defaultLogPath, LogWitness } from "./log-witness.js";
 import { defaultPinsPath, PinStore, pinName } from "./pins.js";
 import { type ReceiveOptions, type ReceiveResult, receive } from "./receive.js";
-import { type RequestSendOptions, sendToRequest } from "./request-send.js";
+import { parseRequestLink, type RequestSendOptions, sendToRequest } from "./request-send.js";
 import { PRESIGNED_THRESHOLD, resumeSend, type SendOptions, type SendState, send } from "./send.js";
 import { type KeyProof, type Receipt, signReceipt } from "./transparency/index.js";
 import type {
@@ -574,11 +574,23 @@ export class HandoffClient {
   }
 
   /**
-   * Answers someone's request link: the files go encrypted to the agent the link names, with the
-   * link's token alone (no API key is sent to the link's service). See request-send.ts.
+   * Answers someone's request link: the files go encrypted to the agent the link names, once the
+   * transparency log proves its key (HandoffCustodyError otherwise), with the link's token alone
+   * (no API key is sent to the link's service). See request-send.ts.
    */
   sendToRequest(options: RequestSendOptions): Promise<ConfirmedRequestTransfer> {
-    return sendToRequest(this.transport, options);
+    return sendToRequest(this.transport, options, this.logOf(options.link));
+  }
+
+  /**
+   * The log view that checks a link's key: this client's own (its pinned key and newest checkpoint)
+   * for a link of its service; for another service's link, a view of that service's log pinned for
+   * this one send, since holding checkpoints to earlier ones takes consistency proofs, which need an
+   * account there (decisions 9.3).
+   */
+  private logOf(link: string): LogWitness {
+    const { baseUrl } = parseRequestLink(link);
+    return baseUrl === this.transport.baseUrl ? this.log : new LogWitness(this.transport, null, baseUrl);
   }
 
   /** Invites another account, by e-mail or UUID, to connect (decisions 3.18). */

@@ -20,13 +20,16 @@ export function defaultLogPath(identityPath: string): string {
 /**
  * The Node client's view of the transparency log (the core's LogView): its state in a JSON file
  * (mode 0600) when a path is given, else for the client's lifetime; its questions through the
- * client's transport. Refusals are HandoffCustodyError.
+ * client's transport, to the client's service, or to `service` (a base URL) with no credential.
+ * Refusals are HandoffCustodyError.
  */
 export class LogWitness {
   private memory: LogState | null = null;
   private readonly view: LogView;
 
-  constructor(transport: Transport, path: string | null) {
+  constructor(transport: Transport, path: string | null, service?: string) {
+    // An absolute URL carries no credential (Transport): the client's API key stays with its own service.
+    const at = (route: string) => (service ? `${service}${route}` : route);
     this.view = new LogView({
       load: async () => (path ? readState(path) : this.memory),
       save: async (state) => {
@@ -34,13 +37,13 @@ export class LogWitness {
         if (path) await writePrivateFile(path, `${JSON.stringify(state, null, 2)}\n`);
       },
       fetchVerifierKey: async () =>
-        (await transport.json<{ vkey: string }>({ method: "GET", url: "/v1/log/key", idempotent: true }))
+        (await transport.json<{ vkey: string }>({ method: "GET", url: at("/v1/log/key"), idempotent: true }))
           .vkey,
       fetchConsistency: async (from, to) =>
         (
           await transport.json<{ proof: string[] }>({
             method: "GET",
-            url: "/v1/log/proof/consistency",
+            url: at("/v1/log/proof/consistency"),
             idempotent: true,
             query: { from, to },
           })

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { HandoffError } from "@handoff/sdk";
 import { UsageError } from "../../cli-errors.js";
-import { agentClient } from "../environment.js";
+import { agentClient, linkSenderClient } from "../environment.js";
 import { expiresInOption, integerOption, required } from "../options.js";
 import { printJson, warn } from "../output.js";
 import { withProgressBars } from "../progress.js";
@@ -12,10 +12,15 @@ import { readSendState, removeSendState, transferIdOption, writeSendState } from
  * [--expires-in 24h] [--plain] [--accept-rotation] PATH...` (decisions 5.5): prints the transfer the
  * API answers. --accept-rotation takes a recipient's changed keys instead of refusing them (pinning).
  * `handoff send --resume TRANSFER_ID --identity FILE` finishes a send that was interrupted (7.2).
+ * `handoff send --to-request URL [--sender-name N] [--sender-email E] [--identity FILE] PATH...`
+ * answers a request link (decisions 10.5).
  */
 export interface SendOptions {
   identity?: string;
   to?: string;
+  toRequest?: string;
+  senderName?: string;
+  senderEmail?: string;
   account?: string;
   message?: string;
   maxDownloads?: string;
@@ -30,6 +35,7 @@ export const PLAIN_WARNING =
   "warning: --plain sends the files unencrypted: the server, and anyone who can read its storage, can read them";
 
 export async function send(values: SendOptions, positionals: string[]): Promise<number> {
+  if (values.toRequest !== undefined) return sendToLink(values, positionals);
   const identity = required(values.identity, "--identity FILE");
   if (values.resume !== undefined) return resume(identity, values, positionals);
   const to = required(values.to, "--to RECIPIENT");
@@ -96,5 +102,35 @@ async function resume(identity: string, values: SendOptions, positionals: string
   );
   await removeSendState(identity, transferId);
   printJson(transfer);
+  return 0;
+}
+
+/** What a link's sender may say beside the files; everything else belongs to a send to an agent. */
+const LINK_OPTIONS = new Set(["toRequest", "senderName", "senderEmail", "identity"]);
+
+/**
+ * `handoff send --to-request URL PATH...`: the files go encrypted to the agent the link names once
+ * the transparency log proves its key (else exit 5, nothing sent); prints `{transfer_id, status}`.
+ * The sender's name and address are what the agent is shown, marked unverified.
+ */
+async function sendToLink(values: SendOptions, positionals: string[]): Promise<number> {
+  const link = required(values.toRequest, "--to-request URL");
+  const others = Object.keys(values).filter((name) => !LINK_OPTIONS.has(name));
+  if (others.length > 0)
+    throw new UsageError(
+      "--to-request takes only --sender-name, --sender-email and --identity: the link sets the rest",
+    );
+  if (positionals.length === 0) throw new UsageError("give at least one PATH to send");
+  const client = await linkSenderClient(values.identity);
+  const sent = await withProgressBars(({ onProgress }) =>
+    client.sendToRequest({
+      link,
+      paths: positionals.map((path) => resolve(path)),
+      senderName: values.senderName,
+      senderEmail: values.senderEmail,
+      onProgress,
+    }),
+  );
+  printJson(sent);
   return 0;
 }

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { Connection } from "../../contract/connections.js";
 import { SendableAgent } from "../../contract/directory.js";
 import { Profile as ApiProfile } from "../../contract/profile.js";
+import { IssuedRequestLink } from "../../contract/requests.js";
 import { Transfer as ApiTransfer } from "../../contract/transfers.js";
 
 /**
@@ -18,6 +19,7 @@ const asToolAnswer = <Shape extends z.ZodRawShape>(schema: z.ZodObject<Shape>) =
 
 export const Transfer = asToolAnswer(ApiTransfer);
 export const Profile = asToolAnswer(ApiProfile);
+export const RequestLink = asToolAnswer(IssuedRequestLink);
 
 export const InboxListing = z.object({
   transfers: z.array(ApiTransfer).describe("Every transfer in the inbox, all pages"),

@@ -7,7 +7,7 @@ import { EXPIRES_IN_SECONDS, type ExpiresIn } from "../../contract/transfers.js"
 import { MAX_INBOX_WAIT_SECONDS, wholeInbox } from "../commands/inbox.js";
 import { receiveInto } from "../commands/receive.js";
 import { describeError } from "../errors.js";
-import { InboxListing, Profile, Reachable, ReceivedTransfer, Transfer } from "./answers.js";
+import { InboxListing, Profile, Reachable, ReceivedTransfer, RequestLink, Transfer } from "./answers.js";
 
 export interface McpOptions {
   client: HandoffClient;
@@ -60,7 +60,12 @@ function addTool<Input extends z.ZodRawShape, Output extends z.ZodObject>(
 
 const NO_INPUT = {};
 
-/** The Handoff MCP server with the five tools of decisions 5.5, acting as the client's agent. */
+const expiresIn = z.enum(Object.keys(EXPIRES_IN_SECONDS) as [ExpiresIn, ...ExpiresIn[]]);
+
+/**
+ * The Handoff MCP server with the five tools of decisions 5.5 and request_file of 10.5, acting as
+ * the client's agent.
+ */
 export function handoffMcpServer({ client, shield, downloadsDir }: McpOptions): McpServer {
   const server = new McpServer({ name: "handoff", version: SDK_VERSION }, { capabilities: { logging: {} } });
 
@@ -86,8 +91,7 @@ export function handoffMcpServer({ client, shield, downloadsDir }: McpOptions): 
           .max(1000)
           .optional()
           .describe("How many downloads the transfer allows before it ends (default 10)"),
-        expires_in: z
-          .enum(Object.keys(EXPIRES_IN_SECONDS) as [ExpiresIn, ...ExpiresIn[]])
+        expires_in: expiresIn
           .optional()
           .describe("How long the transfer lives (default 24h), capped by the plan's retention"),
         account: z
@@ -148,6 +152,42 @@ export function handoffMcpServer({ client, shield, downloadsDir }: McpOptions): 
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
     },
     (input) => receiveInto(client, input.transfer_id, { outDir: input.out_dir ?? downloadsDir, shield }),
+  );
+
+  addTool(
+    server,
+    "request_file",
+    {
+      description:
+        "Ask a person (or any service) for files: returns a request link (url) to hand them. Whoever opens it can send this agent files with no account, encrypted in their browser or with `handoff send --to-request` to this agent's key; they arrive in the inbox (check_inbox) as mode \"request\", the sender's name and e-mail unverified. Uses up nothing until someone sends; each send then counts as one of the plan's transfers this month, and its files use storage.",
+      inputSchema: {
+        title: z
+          .string()
+          .min(1)
+          .max(200)
+          .describe('What the link asks for, shown to the sender, e.g. "Your March invoice"'),
+        message: z.string().max(2000).optional().describe("More words for the sender, shown as text"),
+        max_files: z
+          .number()
+          .int()
+          .min(1)
+          .max(1000)
+          .optional()
+          .describe("How many files one send may hold (default 10)"),
+        expires_in: expiresIn
+          .optional()
+          .describe("How long the link stays open (default 7d), capped by the plan's retention"),
+      },
+      outputSchema: RequestLink,
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+    },
+    (input) =>
+      client.createRequest({
+        title: input.title,
+        message: input.message,
+        maxFiles: input.max_files,
+        expiresIn: input.expires_in,
+      }),
   );
 
   addTool(

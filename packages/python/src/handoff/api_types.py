@@ -35,6 +35,13 @@ class BroadcastPage(TypedDict):
 BroadcastSeverity = Literal["info", "action_required", "critical"]
 
 
+class ConfirmedRequestTransfer(TypedDict):
+    """The transfer, active once confirmed"""
+
+    transfer_id: str
+    status: str
+
+
 class Connection(TypedDict):
     """A connection between the caller's account and another (decisions 3.18)"""
 
@@ -67,6 +74,29 @@ class InboxPage(TypedDict):
     #: Pass as `cursor` for the next page
     next_cursor: str | None
     has_more: bool
+
+
+class IssuedRequestLink(TypedDict):
+    """A new request link, with its token and page"""
+
+    id: str
+    #: `hrq_` + 32 base64url characters: shown this once, never again
+    token: str
+    #: {PUBLIC_BASE_URL}/r/{token}: the page a person opens to send
+    url: str
+    #: The receiving agent's slug
+    agent: str
+    title: str
+    message: str | None
+    max_files: int
+    max_total_size: int
+    #: ISO 8601 time (UTC)
+    expires_at: str
+    max_uses: int
+    uses: int
+    status: RequestStatus
+    #: ISO 8601 time (UTC)
+    created_at: str
 
 
 class KeyProof(TypedDict):
@@ -217,6 +247,30 @@ class ProfileSdkLatestVersions(TypedDict):
     mcp: str
 
 
+class PublicRequest(TypedDict):
+    """What a request link shows whoever holds its token: never the account or its other agents"""
+
+    title: str
+    message: str | None
+    agent: PublicRequestAgent
+    max_files: int
+    max_total_size: int
+    #: ISO 8601 time (UTC)
+    expires_at: str
+    ask_sender_name: bool
+    ask_sender_email: bool
+
+
+class PublicRequestAgent(TypedDict):
+    agent_id: str
+    name: str | None
+    #: X25519 (base64): encrypt the content key to it (decisions 5.2)
+    public_key: str
+    key_version: int
+    #: The log's proof of this key (decisions 9.6): check it before encrypting a byte
+    key_proof: KeyProof | None
+
+
 class RegisteredAgent(TypedDict):
     """A newly registered agent; two-step registrations carry their connection token"""
 
@@ -236,6 +290,44 @@ class RegisteredAgent(TypedDict):
     #: ISO 8601 time (UTC)
     created_at: str
     message: str
+
+
+class RequestLink(TypedDict):
+    """A request link (never its token, shown once at creation)"""
+
+    id: str
+    #: The receiving agent's slug
+    agent: str
+    title: str
+    message: str | None
+    max_files: int
+    max_total_size: int
+    #: ISO 8601 time (UTC)
+    expires_at: str
+    max_uses: int
+    uses: int
+    status: RequestStatus
+    #: ISO 8601 time (UTC)
+    created_at: str
+
+
+class RequestLinkList(TypedDict):
+    """Request links"""
+
+    requests: list[RequestLink]
+
+
+#: active: takes files; used: its uses are spent; expired; revoked by its owner
+RequestStatus = Literal["active", "used", "expired", "revoked"]
+
+
+class RequestTransfer(TypedDict):
+    """A transfer through a request link: upload each file (PUT or tus), then confirm"""
+
+    transfer_id: str
+    upload_urls: list[PresignedUploadLink]
+    #: POST it, with no credential, once every file is uploaded
+    confirm_url: str
 
 
 class ResolvedAgent(TypedDict):

@@ -1,5 +1,5 @@
-"""The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``)
-and ``log verify`` (9.7).
+"""The client commands of decisions 5.5 (``identity new``, ``send``, ``receive``, ``inbox``, ``listen``),
+``log verify`` (9.7) and request links (10.5: ``request create|list|revoke``, ``send --to-request``).
 
 The same arguments, JSON on stdout, exit codes (0, 1, 3, 5) and stderr lines as the Node CLI's
 ``handoff``, so a test of one judges the other unchanged.
@@ -48,6 +48,14 @@ Client commands (HANDOFF_URL, default http://127.0.0.1:8080, and HANDOFF_API_KEY
                                           encrypt, sign and send files or folders; prints the transfer
   send --resume TRANSFER_ID --identity FILE
                                           finish a send that was interrupted, from FILE.sends/
+  send --to-request URL [--sender-name N] [--sender-email E] [--identity FILE] PATH...
+                                          answer a request link (no account needed): encrypted to
+                                          its agent's key once the log proves it, else exit 5
+  request create --identity FILE --title T [--message M] [--max-files N] [--max-size BYTES]
+       [--expires-in 7d] [--uses N] [--ask-name] [--ask-email] [--json]
+                                          a request link to the agent of FILE; prints the link
+  request list                            the account's request links as JSON (never their tokens)
+  request revoke ID [--yes]               the link answers 410 from now on
   receive TRANSFER_ID --identity FILE [--out DIR] [--shield LEVEL] [--accept-rotation] [--no-receipt]
                                           download, verify, decrypt and scan into DIR (default .);
                                           exit 3 when Shield blocked a file; then a signed receipt
@@ -265,14 +273,31 @@ def _resume(identity: str, values: argparse.Namespace) -> int:
     return 0
 
 
+#: What a link's sender may say beside the files; everything else belongs to a send to an agent.
+_LINK_FLAGS = {"paths", "identity", "to_request", "sender_name", "sender_email"}
+
+
 def send(args: list[str]) -> int:
     parser = _parser("paths")
-    for flag in ("--identity", "--to", "--account", "--message", "--max-downloads", "--expires-in", "--resume"):
+    for flag in (
+        "--identity",
+        "--to",
+        "--account",
+        "--message",
+        "--max-downloads",
+        "--expires-in",
+        "--resume",
+        "--to-request",
+        "--sender-name",
+        "--sender-email",
+    ):
         parser.add_argument(flag)
     parser.add_argument("--plain", action="store_true")
     parser.add_argument("--accept-rotation", action="store_true")
     parser.add_argument("--no-receipt", action="store_true")
     values = parser.parse_intermixed_args(args)
+    if values.to_request is not None:
+        return _send_to_link(values)
     identity = _required(values.identity, "--identity FILE")
     if values.resume is not None:
         return _resume(identity, values)
@@ -311,6 +336,95 @@ def send(args: list[str]) -> int:
     for transfer_id in started:
         _remove_state(identity, transfer_id)
     _print_json(transfer)
+    return 0
+
+
+def _link_sender_client(identity: str | None) -> Client:
+    """As the agent of an identity file when given (its pinned log view checks the link's key),
+    else as the account of HANDOFF_API_KEY when set, else as someone with no account: a request
+    link needs none (its token is the credential)."""
+    if identity:
+        return _agent_client(identity)
+    if os.environ.get("HANDOFF_API_KEY"):
+        return Client(*_settings(), user_agent=_user_agent())
+    return Client(os.environ.get("HANDOFF_URL") or DEFAULT_HANDOFF_URL, "", user_agent=_user_agent())
+
+
+def _send_to_link(values: argparse.Namespace) -> int:
+    """``send --to-request URL [--sender-name N] [--sender-email E] [--identity FILE] PATH...``
+    (decisions 10.5): encrypted to the link's agent once the log proves its key (exit 5 otherwise,
+    nothing sent); prints ``{transfer_id, status}``."""
+    given = {name for name, value in vars(values).items() if value not in (None, False)}
+    if given - _LINK_FLAGS:
+        raise UsageError("--to-request takes only --sender-name, --sender-email and --identity: the link sets the rest")
+    if not values.paths:
+        raise UsageError("give at least one PATH to send")
+    with _link_sender_client(values.identity) as client, ProgressBars(sys.stderr) as bars:
+        sent = client.send_to_request(
+            values.to_request,
+            [os.path.abspath(path) for path in values.paths],
+            sender_name=values.sender_name,
+            sender_email=values.sender_email,
+            on_progress=bars.on_progress,
+        )
+    _print_json(sent)
+    return 0
+
+
+def request_create(args: list[str]) -> int:
+    """``request create --identity FILE --title T [--message M] [--max-files N] [--max-size BYTES]
+    [--expires-in D] [--uses N] [--ask-name] [--ask-email] [--json]``: a request link to the agent of
+    FILE (decisions 10.1); prints its page (its token shown this once), or with --json the answer."""
+    parser = _parser()
+    for flag in ("--identity", "--title", "--message", "--max-files", "--max-size", "--expires-in", "--uses"):
+        parser.add_argument(flag)
+    for flag in ("--ask-name", "--ask-email", "--json"):
+        parser.add_argument(flag, action="store_true")
+    values = parser.parse_args(args)
+    identity = _required(values.identity, "--identity FILE")
+    title = _required(values.title, "--title T")
+    with _agent_client(identity) as client:
+        link = client.create_request(
+            title,
+            message=values.message,
+            max_files=_integer(values.max_files, "--max-files", 1, 1000),
+            max_total_size=_integer(values.max_size, "--max-size", 1, 2**53 - 1),
+            expires_in=values.expires_in,
+            max_uses=_integer(values.uses, "--uses", 1, 1000),
+            ask_sender_name=values.ask_name or None,
+            ask_sender_email=values.ask_email or None,
+        )
+    if values.json:
+        _print_json(link)
+    else:
+        sys.stdout.write(terminal_safe(link["url"]) + "\n")
+    return 0
+
+
+def request_list(args: list[str]) -> int:
+    """``request list``: ``{requests}``, the account's links newest first (never their tokens)."""
+    _parser().parse_args(args)
+    with Client(*_settings(), user_agent=_user_agent()) as client:
+        _print_json({"requests": client.list_requests()})
+    return 0
+
+
+def request_revoke(args: list[str]) -> int:
+    """``request revoke ID [--yes]``: the link answers 410 from now on; asks first on a terminal."""
+    parser = _parser("id")
+    parser.add_argument("--yes", "-y", action="store_true")
+    values = parser.parse_intermixed_args(args)
+    if len(values.id) != 1:
+        raise UsageError("give the link's ID (request list shows it)")
+    request_id = values.id[0]
+    if not values.yes:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            raise UsageError(f"Revoke request link {request_id} cannot be undone: add --yes to confirm it")
+        sys.stderr.write(f"Revoke request link {terminal_safe(request_id)}? This cannot be undone. [y/N] ")
+        if not re.fullmatch(r"y(es)?", input().strip(), re.IGNORECASE):
+            return 1
+    with Client(*_settings(), user_agent=_user_agent()) as client:
+        _print_json(client.revoke_request(request_id))
     return 0
 
 
@@ -465,6 +579,9 @@ COMMANDS: list[tuple[list[str], Callable[[list[str]], int]]] = [
     (["listen"], listen),
     (["log", "verify"], log_verify),
     (["log", "witness"], log_witness),
+    (["request", "create"], request_create),
+    (["request", "list"], request_list),
+    (["request", "revoke"], request_revoke),
 ]
 
 

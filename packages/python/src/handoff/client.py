@@ -21,11 +21,15 @@ import httpx
 from . import __version__
 from .api_types import (
     BroadcastPage,
+    ConfirmedRequestTransfer,
     Connection,
     ConnectionList,
     InboxPage,
+    IssuedRequestLink,
     Profile,
     RegisteredAgent,
+    RequestLink,
+    RequestLinkList,
     ResolvedAgent,
     SendableAgent,
     SendableAgentList,
@@ -40,6 +44,7 @@ from .local import file_state, local_files
 from .pins import PinStore, default_pins_path, pin_name
 from .protocol import Effect, Outcome, RequestSpec, Settings, Sleep, StreamOpened, call, open_stream, request
 from .receiving import ReceiveOptions, ReceiveResult, receive_flow
+from .requesting import RequestSendOptions, send_to_request_flow
 from .sending import PRESIGNED_THRESHOLD, ProgressCallback, SendOptions, resume_send_flow, send_flow
 from .transport import DEFAULT_TIMEOUT, Step, drive, finished
 
@@ -206,6 +211,28 @@ class Operations:
     def sendable(self) -> Flow[list[SendableAgent]]:
         answer: SendableAgentList = yield from self._call("GET", "/v1/agents/sendable")
         return answer["agents"]
+
+    def create_request(self, terms: dict[str, Any]) -> Flow[IssuedRequestLink]:
+        body = {name: value for name, value in terms.items() if value is not None}
+        return self._call("POST", "/v1/requests", json=body)
+
+    def list_requests(self) -> Flow[list[RequestLink]]:
+        answer: RequestLinkList = yield from self._call("GET", "/v1/requests")
+        return answer["requests"]
+
+    def revoke_request(self, request_id: str) -> Flow[RequestLink]:
+        return self._call("DELETE", f"/v1/requests/{_segment(request_id)}")
+
+    def send_to_request(self, options: RequestSendOptions) -> Flow[ConfirmedRequestTransfer]:
+        return send_to_request_flow(self.settings, self._log_of, options, lambda: local_files(options.paths))
+
+    def _log_of(self, service: str) -> LogWitness:
+        """This client's log view for a link of its own service; for another service's link, a
+        view of that service's log pinned for this one send, since holding checkpoints to earlier
+        ones takes consistency proofs, which need an account there (decisions 9.3)."""
+        if service == self.settings.base_url:
+            return self.log
+        return LogWitness(self.settings, None, service)
 
 
 class Stoppable(Protocol):
@@ -398,6 +425,61 @@ class _Operations(Generic[Http]):
     @operation
     def sendable(self) -> Flow[list[SendableAgent]]:
         return self.ops.sendable()
+
+    @operation
+    def create_request(
+        self,
+        title: str,
+        *,
+        message: str | None = None,
+        agent: str | None = None,
+        max_files: int | None = None,
+        max_total_size: int | None = None,
+        expires_in: str | None = None,
+        max_uses: int | None = None,
+        ask_sender_name: bool | None = None,
+        ask_sender_email: bool | None = None,
+    ) -> Flow[IssuedRequestLink]:
+        """A request link to ``agent`` (default: this client's identity's agent, else the account's
+        first): anyone holding it may send that agent files, encrypted to its key (decisions 10.1).
+        The answer's ``token`` and ``url`` are shown this once."""
+        terms = {
+            "title": title,
+            "message": message,
+            "agent": agent,
+            "max_files": max_files,
+            "max_total_size": max_total_size,
+            "expires_in": expires_in,
+            "max_uses": max_uses,
+            "ask_sender_name": ask_sender_name,
+            "ask_sender_email": ask_sender_email,
+        }
+        return self.ops.create_request(terms)
+
+    @operation
+    def list_requests(self) -> Flow[list[RequestLink]]:
+        """The account's request links, newest first (never their tokens)."""
+        return self.ops.list_requests()
+
+    @operation
+    def revoke_request(self, request_id: str) -> Flow[RequestLink]:
+        """Revokes a request link: it answers 410 REQUEST_CLOSED from now on."""
+        return self.ops.revoke_request(request_id)
+
+    @operation
+    def send_to_request(
+        self,
+        link: str,
+        paths: list[str],
+        *,
+        sender_name: str | None = None,
+        sender_email: str | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Flow[ConfirmedRequestTransfer]:
+        """Answers someone's request link with files (or folders): encrypted to the agent the link
+        names once the transparency log proves its key (HandoffCustodyError otherwise, nothing
+        sent), with the link's token alone; answers ``{transfer_id, status}``."""
+        return self.ops.send_to_request(RequestSendOptions(link, paths, sender_name, sender_email, on_progress))
 
     @operation
     def witness_log(self) -> Flow[dict[str, Any]]:

@@ -52,10 +52,15 @@ class LogWitness:
     """Pins the log key at first use and holds every checkpoint shown to the newest one seen
     before (a consistency proof from the server, either way round), then keeps the newer."""
 
-    def __init__(self, settings: Settings, path: str | None) -> None:
+    def __init__(self, settings: Settings, path: str | None, service: str | None = None) -> None:
         self.settings = settings
         self.path = path
         self._memory: dict[str, Any] | None = None
+        #: Another service (a request link's) asked with no credential: an absolute URL carries none.
+        self._service = service
+
+    def _url(self, route: str) -> str:
+        return f"{self._service}{route}" if self._service else route
 
     def observe(self, note: str) -> Generator[Effect, Outcome, Checkpoint]:
         """Checks ``note`` (signed by the pinned key) against the kept checkpoint; keeps the newer."""
@@ -81,7 +86,7 @@ class LogWitness:
             return
         try:
             answer = yield from call(
-                RequestSpec("GET", "/v1/log/proof/consistency", query={"from": older.size, "to": newer.size}),
+                RequestSpec("GET", self._url("/v1/log/proof/consistency"), query={"from": older.size, "to": newer.size}),
                 self.settings,
             )
         except HandoffApiError as error:
@@ -99,7 +104,7 @@ class LogWitness:
         state = self._load()
         if state is not None:
             return state
-        answer = yield from call(RequestSpec("GET", "/v1/log/key"), self.settings)
+        answer = yield from call(RequestSpec("GET", self._url("/v1/log/key")), self.settings)
         parse_vkey(answer["vkey"])
         fresh: dict[str, Any] = {"vkey": answer["vkey"], "checkpoint": None}
         self._save(fresh)

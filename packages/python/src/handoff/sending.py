@@ -352,7 +352,7 @@ def upload_resumable(
             yield Sleep(backoff_seconds(stalled - 1))
 
 
-def _upload_presigned_file(
+def upload_presigned_file(
     settings: Settings, link: PresignedUploadLink, file: Outgoing
 ) -> Generator[Effect, Outcome, None]:
     """One file to its upload link: from RESUMABLE_FROM bytes through its resumable_url (7.2)."""
@@ -396,7 +396,19 @@ def _send_presigned(
     files: list[Outgoing],
     on_created: Callable[[PresignedTransfer], None],
 ) -> Generator[Effect, Outcome, Transfer]:
-    declared = [
+    created: PresignedTransfer = yield from call(
+        RequestSpec("POST", "/v1/transfers/presigned", json={**fields, "files": declared_files(files)}), settings
+    )
+    links = links_in_order(created.get("upload_urls") or [], files)
+    on_created(created)
+    for file, link in zip(files, links):
+        yield from upload_presigned_file(settings, link, file)
+    return (yield from _confirm(settings, created["id"]))
+
+
+def declared_files(files: list[Outgoing]) -> list[dict[str, Any]]:
+    """The files as a presigned create declares them: their sizes on the wire, each with its salt."""
+    return [
         {
             "name": file.name,
             "size": file.wire_size,
@@ -405,18 +417,15 @@ def _send_presigned(
         }
         for file in files
     ]
-    created: PresignedTransfer = yield from call(
-        RequestSpec("POST", "/v1/transfers/presigned", json={**fields, "files": declared}), settings
-    )
-    links = created.get("upload_urls") or []
+
+
+def links_in_order(links: list[PresignedUploadLink], files: list[Outgoing]) -> list[PresignedUploadLink]:
+    """The upload links, one a file in the order declared; UNEXPECTED_ANSWER when one is missing."""
     for index, file in enumerate(files):
         link = links[index] if index < len(links) else None
         if link is None or link.get("file_name") != file.name:
             raise HandoffError("UNEXPECTED_ANSWER", f"the server gave no upload link for {file.name}")
-    on_created(created)
-    for file, link in zip(files, links):
-        yield from _upload_presigned_file(settings, link, file)
-    return (yield from _confirm(settings, created["id"]))
+    return links
 
 
 def _unchanged_file(entry: dict[str, Any], now: FileState | None) -> LocalFile:

@@ -1,4 +1,4 @@
-"""The MCP server's five tools (decisions 5.5) as plain functions, for agent frameworks.
+"""The MCP server's tools (decisions 5.5, and request_file of 10.5) as plain functions, for agent frameworks.
 
 Each function takes exactly the tool's inputs (so a framework that reads signatures sees the MCP
 schema) and answers the same object the MCP tool answers; ``TOOLS`` describes each with its JSON
@@ -89,6 +89,15 @@ def download_transfer(transfer_id: str, out_dir: str | None = None) -> Any:
     return _client().receive(transfer_id, folder, shield=shield)
 
 
+def request_file(
+    title: str,
+    message: str | None = None,
+    max_files: int | None = None,
+    expires_in: str | None = None,
+) -> Any:
+    return _client().create_request(title, message=message, max_files=max_files, expires_in=expires_in)
+
+
 def list_connections() -> Any:
     client = _client()
     return {"connections": client.connections(), "sendable": client.sendable()}
@@ -133,5 +142,12 @@ def _tools() -> list[Tool]:
     return tools
 
 
-FUNCTIONS: list[Callable[..., Any]] = [send_file, check_inbox, download_transfer, list_connections, get_profile]
+FUNCTIONS: list[Callable[..., Any]] = [
+    send_file,
+    check_inbox,
+    download_transfer,
+    request_file,
+    list_connections,
+    get_profile,
+]
 TOOLS: list[Tool] = _tools()

@@ -15,7 +15,8 @@ export interface KeyProof {
 /** The keys an answer gives for an agent, which its proof must back. */
 export interface AnsweredKeys {
   public_key: string | null;
-  signing_public_key: string | null;
+  /** Absent where the answer names no signing key (a request link's agent, which is only encrypted to). */
+  signing_public_key?: string | null;
   key_version: number | null;
 }
 
@@ -39,7 +40,7 @@ export function checkKeyProof(proof: KeyProof, keys: AnsweredKeys, logKey: Verif
   const backed =
     entry.type === "AgentConnected" &&
     data.publicKey === keys.public_key &&
-    (data.signingPublicKey ?? null) === keys.signing_public_key &&
+    (keys.signing_public_key === undefined || (data.signingPublicKey ?? null) === keys.signing_public_key) &&
     data.keyVersion === keys.key_version;
   if (!backed) throw new Error("the log's entry does not hold the keys answered");
   let hashes: Uint8Array[];
