@@ -329,6 +329,8 @@ export interface Acknowledged {
   id: string;
   apiKey: string;
   files: Buffer[];
+  /** When its create request was sent (Date.now()). */
+  sentAt: number;
 }
 
 /**
@@ -354,10 +356,11 @@ export class Load {
   private async sending(apiKey: string): Promise<void> {
     await loop(this.stop.signal, async () => {
       const files = [randomBytes(64 * 1024), randomBytes(1000)];
+      const sentAt = Date.now();
       const outcome = await upload(this.baseUrl, apiKey, files, { chunk: 16 * 1024 });
       this.outcomes.push({ what: "POST /v1/transfers", outcome });
       if (!isCut(outcome) && outcome.status === 201)
-        this.acknowledged.push({ id: outcome.body.id as string, apiKey, files });
+        this.acknowledged.push({ id: outcome.body.id as string, apiKey, files, sentAt });
       await sleep(this.pauseMs);
     });
   }
@@ -402,7 +405,10 @@ export const isServiceUnavailable = (outcome: {
   Number(outcome.headers.get("retry-after")) > 0;
 
 /** Every acknowledged transfer comes back byte for byte; answers the ones that do not. */
-export async function lostOrChanged(baseUrl: string, acknowledged: Acknowledged[]): Promise<string[]> {
+export async function lostOrChanged(
+  baseUrl: string,
+  acknowledged: Omit<Acknowledged, "sentAt">[],
+): Promise<string[]> {
   const problems: string[] = [];
   for (const { id, apiKey, files } of acknowledged) {
     try {

@@ -21,11 +21,26 @@ import {
 function filesHolding(dir: string, needle: string): string[] {
   const wanted = Buffer.from(needle.toLowerCase());
   const found: string[] = [];
+  // PostgreSQL removes and recycles WAL segments and temporary files while the walk runs: one gone
+  // before it was read holds nothing any more.
+  const unlessGone = <T>(read: () => T): T | null => {
+    try {
+      return read();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
+  };
   const walk = (path: string) => {
-    for (const name of readdirSync(path)) {
+    for (const name of unlessGone(() => readdirSync(path)) ?? []) {
       const full = join(path, name);
-      if (statSync(full).isDirectory()) walk(full);
-      else if (readFileSync(full).toString("latin1").toLowerCase().includes(wanted.toString("latin1")))
+      if (unlessGone(() => statSync(full))?.isDirectory()) walk(full);
+      else if (
+        unlessGone(() => readFileSync(full))
+          ?.toString("latin1")
+          .toLowerCase()
+          .includes(wanted.toString("latin1"))
+      )
         found.push(full.slice(dir.length + 1));
     }
   };
