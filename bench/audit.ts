@@ -23,7 +23,7 @@ import { projections } from "../projections/index.js";
 import { openDatabase } from "../src/db/database.js";
 import { PostgresEventStore } from "../src/eventstore/postgres.js";
 import { ProjectionEngine } from "../src/read-models/engine.js";
-import { seedAccountHistory } from "./seed-events.js";
+import { seedAccountHistory } from "./seed-account.js";
 import {
   benchDatabase,
   guard,

@@ -45,7 +45,7 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { openDatabase } from "../src/db/database.js";
-import { seedAccountHistory } from "./seed-events.js";
+import { seedAccountHistory } from "./seed-account.js";
 import {
   benchDatabase,
   closedLoop,
