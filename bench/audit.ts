@@ -5,8 +5,8 @@
  *    the compiled server's `GET /v1/audit?limit=1000` from start to end: entries/s. Baseline in the
  *    same run: the same pages read straight from the history read model with one SQL query each
  *    (no HTTP, no JSON, no opening of sealed values), so the ratio is what the API adds.
- * 2. A full rebuild of every projection from that log (`ProjectionEngine.rebuild`, as
- *    `handoff projections rebuild` runs it): events/s. Baseline in the same run: reading the whole
+ * 2. A full rebuild of every projection from that log in place (`ProjectionEngine.rebuild`, as
+ *    `handoff replay` runs it; bench/rebuild.ts times the CLI): events/s. Baseline in the same run: reading the whole
  *    log in the rebuild's batches and doing nothing with it.
  *
  * The events are the service's own (TransferCreated, TransferCounted, DownloadRecorded,

@@ -46,6 +46,7 @@ export interface HistoryStreamRow {
 export const historyProjection: Projection = {
   name: "history",
   tables: ["history_entries", "history_index", "history_streams"],
+  insertOnly: ["history_index"],
   apply: (trx, event) => applyHistory(trx, [event]),
   applyBatch: applyHistory,
 };

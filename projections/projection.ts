@@ -10,6 +10,13 @@ import { categoryOf, idOf } from "../domain/streams.js";
 export interface Projection {
   name: string;
   tables: string[];
+  /**
+   * Those of `tables` the projection only ever inserts into, never reading, updating or upserting
+   * a row while it applies events: a rebuild loads them without their keys and builds those once
+   * at the end, where a key of random order would otherwise cost a B-tree insert far from the last
+   * one for every row (src/read-models/rebuild-beside.ts).
+   */
+  insertOnly?: string[];
   apply(trx: Knex.Transaction, event: RecordedEvent): Promise<void>;
   /**
    * The events `apply` acts on (absent: all of them); the engine passes over the others without

@@ -18,11 +18,14 @@ import { loadConfig } from "./config.js";
 import { migrate, openDatabase } from "./db/database.js";
 import { announceServerUrl } from "./db/embedded-lock.js";
 import type { EventStore, Position } from "./eventstore/port.js";
+import { countEvents, PostgresEventStore } from "./eventstore/postgres.js";
 import { buildApp } from "./http/app.js";
 import { presentAccount } from "./http/presenters.js";
 import { defaultWebRoot } from "./http/web-app.js";
+import { progressLine } from "./progress-line.js";
 import { findAccount, findAccountByEmail } from "./queries/accounts.js";
 import { ProjectionEngine } from "./read-models/engine.js";
+import { rebuildBeside } from "./read-models/rebuild-beside.js";
 import { createAccountOnRunningServer } from "./running-server.js";
 import { openService, type Service } from "./service.js";
 import { startupLine } from "./startup-line.js";
@@ -201,22 +204,46 @@ export async function accountsPlan(values: { email?: string; plan?: string }): P
   }
 }
 
+/**
+ * `handoff projections rebuild [NAME...]`: the named projections (all by default) rebuilt from the
+ * log beside the live tables and switched in (src/read-models/rebuild-beside.ts): a server on the
+ * same PostgreSQL database keeps serving throughout. Progress on a terminal; the result as JSON.
+ */
 export async function projectionsRebuild(names: string[]): Promise<void> {
   const chosen = names.length > 0 ? names : projections.map((p) => p.name);
   const unknown = chosen.filter((name) => !projections.some((p) => p.name === name));
   if (unknown.length > 0) throw new UsageError(`unknown projection: ${unknown.join(", ")}`);
-  const service = await openService(loadConfig(process.env), { runProjections: false });
+  const config = loadConfig(process.env);
+  const service = await openService(config, { runProjections: false });
   try {
     const started = Date.now();
-    await service.engine.rebuild(chosen, ({ projection, events, done }) => {
-      const line = `${projection}: ${events} events${done ? ` rebuilt in ${((Date.now() - started) / 1000).toFixed(1)} s` : "…"}`;
-      if (process.stderr.isTTY) process.stderr.write(`\r${line}${done ? "\n" : ""}`);
-      else if (done) process.stderr.write(`${line}\n`);
-    });
+    const total = config.eventStoreUrl ? null : await countEvents(service.db);
+    const line = progressLine("events");
+    let indexing = 0;
+    await rebuildBeside(
+      service.db,
+      config.eventStoreUrl ? () => service.store : (on) => new PostgresEventStore(on),
+      projections.filter((p) => chosen.includes(p.name)),
+      (step) => {
+        if (step.phase === "fill") line.update(step.events, total);
+        else if (step.phase === "index") {
+          indexing = Date.now();
+          line.say(`building the indexes of ${step.tables} tables…`);
+        } else if (step.phase === "switch" && step.attempt === 1) {
+          line.say(`indexes built in ${seconds(indexing)} s; switching the rebuilt tables in…`);
+        } else if (step.phase === "done") {
+          line.end();
+          const result = { projections: chosen, events: step.events, position: step.position };
+          console.log(JSON.stringify({ ...result, seconds: Number(seconds(started)) }));
+        }
+      },
+    );
   } finally {
     await service.close();
   }
 }
+
+const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(3);
 
 /**
  * `handoff log check` (decisions 9.4): recomputes every leaf from the events as stored and compares
@@ -231,20 +258,14 @@ export async function logCheck(): Promise<void> {
   const hashers = config.databaseUrl && !config.eventStoreUrl ? threadHashers(config.databaseUrl) : undefined;
   try {
     const started = Date.now();
+    const line = progressLine("events");
     const result = await service.transparency.check({
       hashers,
-      onProgress: ({ leaves, of }) => {
-        if (!process.stderr.isTTY) return;
-        const rate = leaves / Math.max(0.001, (Date.now() - started) / 1000);
-        const left = (of - leaves) / Math.max(1, rate);
-        process.stderr.write(
-          `\r${leaves} of ${of} leaves, ${Math.round(rate)} events/s, ${left.toFixed(0)} s left`,
-        );
-      },
+      onProgress: ({ leaves, of }) => line.update(leaves, of),
     });
-    const seconds = (Date.now() - started) / 1000;
-    if (process.stderr.isTTY) process.stderr.write("\n");
-    console.log(JSON.stringify({ ...result, seconds: Number(seconds.toFixed(3)) }));
+    line.end();
+    const took = (Date.now() - started) / 1000;
+    console.log(JSON.stringify({ ...result, seconds: Number(took.toFixed(3)) }));
     if (!result.ok) process.exitCode = 5;
   } finally {
     await hashers?.close();
@@ -275,14 +296,20 @@ export async function replay(values: { until?: string }): Promise<void> {
       const store = storeUntil(service.store, until);
       // A rebuild runs no subscription: nothing reports through onError.
       const engine = new ProjectionEngine(projections, store, scratch, () => {});
+      const total = config.eventStoreUrl ? null : await countEvents(service.db, until);
+      const started = Date.now();
+      const line = progressLine("events");
       let applied = 0;
       await engine.rebuild(
         projections.map((p) => p.name),
         ({ events }) => {
           applied = events;
+          line.update(events, total);
         },
       );
-      console.log(JSON.stringify(whereToLook(target, until, applied), null, 2));
+      line.end();
+      const where = { ...whereToLook(target, until, applied), seconds: Number(seconds(started)) };
+      console.log(JSON.stringify(where, null, 2));
     } finally {
       await scratch.destroy();
     }

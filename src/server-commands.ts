@@ -41,7 +41,9 @@ export function addServerCommands(program: Command): void {
     .command("projections")
     .description("the read models")
     .command("rebuild")
-    .description("drop and rebuild read models from the event log (all when no name is given)")
+    .description(
+      "rebuild read models from the event log beside the live ones, then switch them in (all when no name is given)",
+    )
     .argument("[NAME...]", "projections to rebuild")
     .addHelpText("after", ENVIRONMENT)
     .action(async (names: string[]) => (await serverCli()).projectionsRebuild(names));

@@ -22,6 +22,7 @@ const SERVER: { name: string; members: string[] }[] = [
       "src/server-commands.ts",
       "src/outbox-cli.ts",
       "src/startup-line.ts",
+      "src/progress-line.ts",
       "src/running-server.ts",
     ],
   },

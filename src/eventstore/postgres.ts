@@ -91,6 +91,18 @@ export interface PostgresEventStoreOptions {
   soleWriter?: boolean;
 }
 
+/** How many events the log holds, up to and including `until` when given: a progress line's total. */
+export async function countEvents(db: Knex, until: Position | null = null): Promise<number> {
+  const [transactionId, globalPosition] = decodePosition(until);
+  const result = await db.raw<{ rows: { n: string | number }[] }>(
+    until === null
+      ? "select count(*) as n from events"
+      : "select count(*) as n from events where (transaction_id, global_position) <= (?::xid8, ?::bigint)",
+    until === null ? [] : [transactionId, globalPosition],
+  );
+  return Number(result.rows[0]?.n ?? 0);
+}
+
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private readonly idlePollMs: number;

@@ -37,7 +37,8 @@ const UNWATCHED_READ_INTERVAL_MS = 50;
 /** Another process moved a checkpoint (a rebuild, or a second instance): read them again and go on. */
 class CheckpointMoved extends Error {}
 
-type Checkpoints = Map<string, Position | null>;
+/** Each projection's position in the log: the last event its tables hold (null: none yet). */
+export type Checkpoints = Map<string, Position | null>;
 
 /**
  * Runs every projection from ONE catch-up subscription: the log is read once, and each batch is
@@ -137,7 +138,9 @@ export class ProjectionEngine {
   /**
    * Empties the named projections' tables and refills them from the whole log. Safe beside a
    * running instance on PostgreSQL: every batch is a compare-and-set on the checkpoints, so whoever
-   * applies a batch first wins and the other goes on from there.
+   * applies a batch first wins and the other goes on from there. `handoff projections rebuild`
+   * builds beside the live tables instead and switches them in (src/read-models/rebuild-beside.ts);
+   * this is for a scratch database (a replay) and for tests.
    */
   async rebuild(names: string | string[], progress: (p: RebuildProgress) => void): Promise<void> {
     const rebuilt = this.named(typeof names === "string" ? [names] : names);
@@ -152,12 +155,14 @@ export class ProjectionEngine {
     });
     let events = 0;
     for (;;) {
-      const batch = await this.store.readAll(oldest(checkpoints, rebuilt), REBUILD_BATCH);
-      if (batch.length === 0) break;
       try {
-        checkpoints = await applyBatch(this.db, rebuilt, checkpoints, batch);
-        events += batch.length;
-        progress({ projection: label, events, done: false });
+        checkpoints = await replayLog(this.db, this.store, rebuilt, checkpoints, {
+          onBatch: (applied) => {
+            events += applied;
+            progress({ projection: label, events, done: false });
+          },
+        });
+        break;
       } catch (error) {
         if (!(error instanceof CheckpointMoved)) throw error;
         checkpoints = await this.db.transaction((trx) => lockCheckpoints(trx, rebuilt));
@@ -215,21 +220,61 @@ export class ProjectionEngine {
   }
 }
 
+/** Readies a rebuild's batch transaction before anything is written in it (its schema, its durability). */
+export type PrepareBatch = (trx: Knex.Transaction) => Promise<void>;
+
+export interface ReplayLogOptions {
+  /** Told how many events each batch applied, once it is committed. */
+  onBatch?: (events: number) => void;
+  prepare?: PrepareBatch;
+  /** Stop after this many batches (the log may hold more); unbounded when absent. */
+  batches?: number;
+}
+
+/**
+ * Applies the log after `checkpoints` to `projections`, REBUILD_BATCH events a transaction, until a
+ * read comes back short of a whole batch; returns the new checkpoints. The next batch is read while
+ * one is applied, so at most two batches are in memory whatever the log's size, and a rebuild costs
+ * the slower of reading and writing rather than both.
+ */
+export async function replayLog(
+  db: Knex | Knex.Transaction,
+  store: EventStore,
+  projections: Projection[],
+  checkpoints: Checkpoints,
+  options: ReplayLogOptions = {},
+): Promise<Checkpoints> {
+  let batch = await store.readAll(oldest(checkpoints, projections), REBUILD_BATCH);
+  for (let batches = 1; batch.length > 0; batches++) {
+    const last = batch.at(-1)?.position ?? null;
+    const more = batch.length === REBUILD_BATCH && batches !== options.batches;
+    const next = more ? store.readAll(last, REBUILD_BATCH) : Promise.resolve([]);
+    // A failed apply must not leave the read ahead's rejection unheard.
+    next.catch(() => {});
+    checkpoints = await applyBatch(db, projections, checkpoints, batch, options.prepare);
+    options.onBatch?.(batch.length);
+    batch = await next;
+  }
+  return checkpoints;
+}
+
 /**
  * Applies a batch to each projection that has not seen its events, in one transaction that moves
  * their checkpoints from `expected`; throws CheckpointMoved when another process moved one first.
- * Returns the new checkpoints.
+ * Returns the new checkpoints. On a transaction `db`, the batch is a savepoint of it.
  */
 async function applyBatch(
-  db: Knex,
+  db: Knex | Knex.Transaction,
   projections: Projection[],
   expected: Checkpoints,
   batch: RecordedEvent[],
+  prepare?: PrepareBatch,
 ): Promise<Checkpoints> {
   const last = batch.at(-1);
   if (!last) return expected;
   const moved: Checkpoints = new Map();
   await db.transaction(async (trx) => {
+    await prepare?.(trx);
     const due = projections.filter((p) => isAfter(last.position, expected.get(p.name) ?? null));
     // Compare-and-set first: it takes the checkpoint rows, so a second instance waits here, then
     // finds them moved and reads them again instead of applying the batch twice.
