@@ -23,17 +23,14 @@ import { projections } from "../projections/index.js";
 import { openDatabase } from "../src/db/database.js";
 import { PostgresEventStore } from "../src/eventstore/postgres.js";
 import { ProjectionEngine } from "../src/read-models/engine.js";
-import { seedTransfers } from "./seed-events.js";
+import { seedAccountHistory } from "./seed-account.js";
 import {
   benchDatabase,
-  createAccount,
   guard,
   loadAverage,
   pad,
-  registerAgent,
   requestJson,
   type ServerChild,
-  sleep,
   startHandoff,
   tempRoot,
 } from "./support.js";
@@ -52,32 +49,14 @@ interface Seeded {
 }
 
 async function seed(server: ServerChild, db: Knex): Promise<Seeded> {
-  const account = await createAccount(server.baseUrl, "bench-audit@example.com", "enterprise");
-  await registerAgent(server.baseUrl, account.apiKey, "bench-sender");
-  await registerAgent(server.baseUrl, account.apiKey, "bench-recipient");
-  const agents = await requestJson<{ agents: { id: string; agent_id: string }[] }>(
-    "GET",
-    `${server.baseUrl}/v1/agents`,
-    { headers: { authorization: `Bearer ${account.apiKey}` } },
-  );
-  const id = (slug: string) => agents.json.agents.find((a) => a.agent_id === slug)?.id as string;
-  await seedTransfers(new PostgresEventStore(db), Math.ceil(EVENTS / 4), {
-    accountId: account.accountId,
-    sender: id("bench-sender"),
-    recipient: id("bench-recipient"),
+  const account = await seedAccountHistory(server, db, Math.ceil(EVENTS / 4), {
+    email: "bench-audit@example.com",
+    plan: "enterprise",
   });
-  // The running server projects them as they land; the feed is measured once it has caught up.
-  const caughtUp = Date.now();
-  for (;;) {
-    const ready = await requestJson("GET", `${server.baseUrl}/readyz`);
-    if (ready.status === 200) break;
-    await sleep(200);
-  }
-  console.log(`  the server's projections caught up ${((Date.now() - caughtUp) / 1000).toFixed(1)} s later`);
   const total = await db("history_index")
     .where({ subject: `account:${account.accountId}` })
     .count({ n: "*" });
-  return { accountId: account.accountId, apiKey: account.apiKey, events: Number(total[0]?.n) };
+  return { ...account, events: Number(total[0]?.n) };
 }
 
 /** Every page of the feed through the API; entries/s. */

@@ -28,11 +28,24 @@
  * calls. Each key here serves at most 30 transfers in the whole run (a KeyPool per scale-plan
  * account, sized from the rate seen so far), so no request meets a limit. The signed file link
  * carries its own credential and is not rate limited.
+ *
+ * Grown mode (issue 34 part 1), BENCH_GROWN (e.g. "150000" or "150000,1000000"): for each size, on
+ * PostgreSQL only, both servers are first given a history of that many one-time transfers made alike
+ * (created with max_downloads 1, downloaded once, done), then measured as above (the one-client
+ * phase and the observed run are left out). The history is made by a fast path, not by the load:
+ * Handoff's transfer lives are appended through its event store (bench/seed-events.ts, four events
+ * each, on an account of their own) while the server runs, which projects them, and the measurement
+ * waits until its projections and the transparency log's hasher have caught up; the baseline's
+ * finished rows are inserted in bulk into its tables (downloaded out, their purge scheduled, on an
+ * account of their own). Both databases are then VACUUM ANALYZEd alike. The default loads in this
+ * mode are max_downloads 1 and 10 on one account.
  */
 import http from "node:http";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { openDatabase } from "../src/db/database.js";
+import { seedAccountHistory } from "./seed-account.js";
 import {
   benchDatabase,
   closedLoop,
@@ -54,6 +67,7 @@ import {
   requestJson,
   type ServerChild,
   StepFailure,
+  sleep,
   startHandoff,
   startPlainCrud,
   streamDownload,
@@ -69,10 +83,13 @@ const WARMUP_MS = Number(process.env.BENCH_WARMUP_S ?? 3) * 1000;
 const SINGLE_MS = Number(process.env.BENCH_SINGLE_S ?? 5) * 1000;
 const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 1024);
 const list = (value: string | undefined, fallback: string) => (value ?? fallback).split(",").filter(Boolean);
-const SETUPS = list(process.env.BENCH_SETUPS, "embedded,postgres");
+const SETUPS = list(process.env.BENCH_GROWN ? "postgres" : process.env.BENCH_SETUPS, "embedded,postgres");
 const MAX_DOWNLOADS = list(process.env.BENCH_MAX_DOWNLOADS, "1,10").map(Number);
-const SPREADS = list(process.env.BENCH_ACCOUNTS, "1,4").map(Number);
+const SPREADS = list(process.env.BENCH_ACCOUNTS, process.env.BENCH_GROWN ? "1" : "1,4").map(Number);
 const EMBEDDED_SPREADS = list(process.env.BENCH_EMBEDDED_ACCOUNTS, "1").map(Number);
+/** Sizes of history (transfers) to grow both servers' databases to before measuring; none: fresh. */
+const GROWN = list(process.env.BENCH_GROWN, "").map(Number);
+const GROWN_MODE = GROWN.length > 0;
 /** The binding limit: 30 download calls per key and minute (creates allow 60). */
 const TRANSFERS_PER_KEY = 30;
 const SENDER = "bench-sender";
@@ -384,6 +401,8 @@ interface Measured {
 
 interface SetupResult {
   setup: string;
+  /** Transfers of history both servers were given before measuring (0: fresh databases). */
+  grown: number;
   loads: Measured[];
   /** One client alone, per max_downloads (PostgreSQL only): the best median of each side. */
   single: Measured[];
@@ -391,13 +410,95 @@ interface SetupResult {
   baselinePeakRssKb: number;
 }
 
-async function runSetup(setup: string, dir: string): Promise<SetupResult> {
+/**
+ * The baseline's history: `transfers` finished one-time transfers of an account of their own, as
+ * its COUNT_DOWNLOAD leaves them (downloaded out, purge scheduled, storage given back), one second
+ * apart from 2026-11-01 as bench/seed-events.ts dates Handoff's.
+ */
+async function growPlain(databaseUrl: string, transfers: number): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    await pool.query(
+      "insert into accounts (id, storage_used, storage_quota) values ('history', 0, $1) on conflict do nothing",
+      [2 ** 40],
+    );
+    await pool.query(
+      `insert into transfers (id, account_id, size, downloads, max_downloads, status, purge_after, created_at)
+       select gen_random_uuid(), 'history', $2, 1, 1, 'downloaded', at + interval '15 minutes', at
+         from generate_series(0, $1 - 1) as i,
+              lateral (select timestamptz '2026-11-01T00:00:00Z' + i * interval '1 second' as at) as t`,
+      [transfers, FILE_BYTES],
+    );
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Until the transparency log's hasher has signed a tree over every event now in the log. */
+async function hasherCaughtUp(baseUrl: string, databaseUrl: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    const { rows } = await pool.query<{ n: string }>("select count(*)::text as n from events");
+    const events = Number(rows[0]?.n);
+    for (;;) {
+      const answer = await fetch(`${baseUrl}/v1/log/checkpoint`);
+      const size = answer.status === 200 ? Number((await answer.text()).split("\n")[1]) : 0;
+      if (size >= events) return;
+      await sleep(500);
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+/** VACUUM ANALYZE of a whole database, so that both sides are measured with fresh statistics. */
+async function vacuumAnalyze(databaseUrl: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    await pool.query("vacuum analyze");
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Gives both servers `transfers` transfers of history (see the header); prints how long each took. */
+async function grow(plainUrl: string, handoff: ServerChild, handoffUrl: string, transfers: number) {
+  let started = Date.now();
+  await growPlain(plainUrl, transfers);
+  console.log(
+    `  baseline: ${transfers} finished transfers inserted in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  started = Date.now();
+  const db = openDatabase({ kind: "postgres", url: handoffUrl });
+  try {
+    await seedAccountHistory(handoff, db, transfers, {
+      email: "bench-history@example.com",
+      plan: "enterprise",
+    });
+  } finally {
+    await db.destroy();
+  }
+  await hasherCaughtUp(handoff.baseUrl, handoffUrl);
+  console.log(
+    `  handoff: ${transfers} transfer lives appended, projected and hashed in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  started = Date.now();
+  await Promise.all([vacuumAnalyze(plainUrl), vacuumAnalyze(handoffUrl)]);
+  console.log(
+    `  both databases vacuumed and analyzed in ${((Date.now() - started) / 1000).toFixed(1)} s (load ${loadAverage()})`,
+  );
+}
+
+async function runSetup(setup: string, dir: string, grown = 0): Promise<SetupResult> {
   const databases: { drop(): Promise<void> }[] = [];
   const servers: ServerChild[] = [];
   try {
     const baselineDb = await benchDatabase();
     databases.push(baselineDb);
-    const plain = await startPlainCrud({ dir: join(dir, `${setup}-plain`), databaseUrl: baselineDb.url });
+    const plain = await startPlainCrud({
+      dir: join(dir, `${setup}-${grown}-plain`),
+      databaseUrl: baselineDb.url,
+    });
     servers.push(plain);
     const env: Record<string, string> = {};
     if (setup === "postgres") {
@@ -406,7 +507,7 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
       env.DATABASE_URL = handoffDb.url;
     } else if (setup !== "embedded") throw new Error(`unknown setup ${setup}: embedded or postgres`);
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-    const server = await startHandoff({ dataDir: join(dir, `${setup}-handoff`), nodeArgs, env });
+    const server = await startHandoff({ dataDir: join(dir, `${setup}-${grown}-handoff`), nodeArgs, env });
     servers.push(server);
     const subjects: [Subject, Subject] = [
       plainSubject(plain),
@@ -414,8 +515,10 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
     ];
 
     console.log(
-      `\n## ${setup}: Handoff ${setup === "embedded" ? "on PGlite (the default)" : "with DATABASE_URL"}, baseline on PostgreSQL`,
+      `\n## ${setup}: Handoff ${setup === "embedded" ? "on PGlite (the default)" : "with DATABASE_URL"}, baseline on PostgreSQL` +
+        (grown ? `, both grown by ${grown} transfers of history` : ""),
     );
+    if (grown) await grow(baselineDb.url, server, env.DATABASE_URL as string, grown);
     const warmLoad: Load = { maxDownloads: 10, accounts: 1 };
     for (const subject of subjects) {
       await subject.prepare(warmLoad, 400 * (WARMUP_MS / 1000));
@@ -429,11 +532,11 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
         load,
         baseline: bestOf(baselineRuns),
         handoff: bestOf(handoffRuns),
-        observed: await observedRun(subjects[1], load),
+        observed: GROWN_MODE ? "" : await observedRun(subjects[1], load),
       });
     }
     const single: Measured[] = [];
-    if (setup === "postgres") {
+    if (setup === "postgres" && !GROWN_MODE) {
       for (const maxDownloads of MAX_DOWNLOADS) {
         const load = { maxDownloads, accounts: 1 };
         const [b, h] = await interleaved(subjects, load, 1, SINGLE_MS);
@@ -442,6 +545,7 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
     }
     return {
       setup,
+      grown,
       loads,
       single,
       handoffPeakRssKb: procMemory(server.pid).hwmKb,
@@ -452,6 +556,11 @@ async function runSetup(setup: string, dir: string): Promise<SetupResult> {
     for (const database of databases) await database.drop();
   }
 }
+
+/** The setup's name in the report, with the history it was grown by. */
+const labelOf = (r: SetupResult) => (r.grown ? `pg+${r.grown}` : r.setup);
+const targetSetupName = (r: SetupResult) =>
+  r.grown ? `PostgreSQL after ${r.grown} transfers of history` : "PostgreSQL";
 
 const shareOf = (m: Measured) => m.handoff.pairsPerSecond / m.baseline.pairsPerSecond;
 
@@ -466,7 +575,7 @@ function report(results: SetupResult[]): void {
   for (const r of results) {
     for (const m of r.loads) {
       console.log(
-        `  ${r.setup.padEnd(10)} ${pad(m.load.maxDownloads, 6)} ${pad(m.load.accounts, 8)} | ` +
+        `  ${labelOf(r).padEnd(10)} ${pad(m.load.maxDownloads, 6)} ${pad(m.load.accounts, 8)} | ` +
           `${pad(m.baseline.pairsPerSecond.toFixed(1), 16)} ${pad(m.baseline.p99.toFixed(1), 6)} | ` +
           `${pad(m.handoff.pairsPerSecond.toFixed(1), 15)} ${pad(m.handoff.p50.toFixed(1), 6)} ${pad(m.handoff.p99.toFixed(1), 8)} | ` +
           `${pad((shareOf(m) * 100).toFixed(1), 5)} %`,
@@ -474,17 +583,17 @@ function report(results: SetupResult[]): void {
       if (m.observed) console.log(`  ${"".padEnd(26)} | ${m.observed} (a run of its own, not counted above)`);
     }
     console.log(
-      `  ${r.setup.padEnd(10)} peak RSS (VmHWM): handoff ${mb(r.handoffPeakRssKb)} MiB, baseline ${mb(r.baselinePeakRssKb)} MiB`,
+      `  ${labelOf(r).padEnd(10)} peak RSS (VmHWM): handoff ${mb(r.handoffPeakRssKb)} MiB, baseline ${mb(r.baselinePeakRssKb)} MiB`,
     );
     for (const m of r.single) {
       console.log(
-        `  ${r.setup.padEnd(10)} 1 client, max_downloads ${m.load.maxDownloads}: median pair baseline ` +
+        `  ${labelOf(r).padEnd(10)} 1 client, max_downloads ${m.load.maxDownloads}: median pair baseline ` +
           `${m.baseline.p50.toFixed(1)} ms, handoff ${m.handoff.p50.toFixed(1)} ms (best of ${RUNS} medians)`,
       );
     }
   }
   console.log("");
-  console.log("Targets (issue 21)");
+  console.log(GROWN_MODE ? "Targets (issue 34, grown alike)" : "Targets (issue 21)");
   const target = (text: string, figure: string, ok: boolean) =>
     console.log(`  ${text.padEnd(76)} ${figure.padEnd(16)} ${verdict(ok)}`);
   for (const r of results) {
@@ -492,12 +601,12 @@ function report(results: SetupResult[]): void {
       for (const m of r.loads) {
         const share = shareOf(m);
         target(
-          `PostgreSQL, ${loadName(m.load)}: >= ${TARGETS.postgresShareOfBaseline * 100} % of the baseline's pairs/s`,
+          `${targetSetupName(r)}, ${loadName(m.load)}: >= ${TARGETS.postgresShareOfBaseline * 100} % of the baseline's pairs/s`,
           `${(share * 100).toFixed(1)} %`,
           share >= TARGETS.postgresShareOfBaseline,
         );
         target(
-          `PostgreSQL, ${loadName(m.load)}: p99 <= ${TARGETS.postgresP99Ms} ms`,
+          `${targetSetupName(r)}, ${loadName(m.load)}: p99 <= ${TARGETS.postgresP99Ms} ms`,
           `${m.handoff.p99.toFixed(1)} ms`,
           m.handoff.p99 <= TARGETS.postgresP99Ms,
         );
@@ -531,12 +640,16 @@ function report(results: SetupResult[]): void {
 }
 
 async function main(): Promise<void> {
-  const loadsRun = SETUPS.flatMap((setup) => loadsOf(setup === "postgres" ? SPREADS : EMBEDDED_SPREADS));
-  const singles = SETUPS.includes("postgres") ? MAX_DOWNLOADS.length : 0;
-  const observedRuns = SETUPS.includes("postgres") ? loadsOf(SPREADS).length : 0;
+  const setupsRun = GROWN_MODE ? GROWN.map(() => "postgres") : SETUPS;
+  const loadsRun = setupsRun.flatMap((setup) => loadsOf(setup === "postgres" ? SPREADS : EMBEDDED_SPREADS));
+  const singles = SETUPS.includes("postgres") && !GROWN_MODE ? MAX_DOWNLOADS.length : 0;
+  const observedRuns = SETUPS.includes("postgres") && !GROWN_MODE ? loadsOf(SPREADS).length : 0;
+  /** Growing: about 4 s per 1,000 transfers on this machine, allowed twice that. */
+  const growing = GROWN.reduce((sum, size) => sum + size * 8, 0);
   const phases =
     (loadsRun.length * RUNS * 2 + observedRuns) * DURATION_MS +
-    SETUPS.length * 2 * WARMUP_MS +
+    setupsRun.length * 2 * WARMUP_MS +
+    growing +
     singles * RUNS * 2 * SINGLE_MS;
   guard(phases + 5 * 60 * 1000, "small-transfers");
   const temp = tempRoot("handoff-bench-small");
@@ -546,9 +659,16 @@ async function main(): Promise<void> {
       `accounts ${SPREADS.join(", ")} (embedded ${EMBEDDED_SPREADS.join(", ")}); node ${process.version}, ` +
       `${cpus().length} CPUs (load generator and servers share them), load average ${loadAverage()}`,
   );
+  if (GROWN_MODE)
+    console.log(
+      `# grown mode: history of ${GROWN.join(", ")} transfers made by the fast path before measuring, not by the load ` +
+        "(Handoff: transfer lives appended through its event store, then projected and hashed by the running server; " +
+        "baseline: finished rows inserted in bulk); both databases VACUUM ANALYZEd; PostgreSQL only",
+    );
   try {
     const results: SetupResult[] = [];
-    for (const setup of SETUPS) results.push(await runSetup(setup, temp.dir));
+    if (GROWN_MODE) for (const size of GROWN) results.push(await runSetup("postgres", temp.dir, size));
+    else for (const setup of SETUPS) results.push(await runSetup(setup, temp.dir));
     report(results);
     console.log(`load average at the end: ${loadAverage()}`);
   } finally {

@@ -105,9 +105,13 @@ export async function inboxPage(db: Knex, q: InboxQuery): Promise<TransferRow[]>
   return query.orderBy("inbox_position").limit(q.limit);
 }
 
-/** Live transfers whose expiry has come (whereOverdue): the housekeeper records them. */
+/**
+ * Live transfers whose expiry has come (whereOverdue), the longest overdue first: the housekeeper
+ * records them. Ordered by the index's column so that the planner walks transfers_live_by_expiry and
+ * stops at `limit`, whatever it guesses of how many are due (docs/operations.md, "Cost at size").
+ */
 export async function dueForExpiry(db: Knex, now: Date, limit: number): Promise<string[]> {
-  const rows = await whereOverdue(db("transfers").select("id"), now).limit(limit);
+  const rows = await whereOverdue(db("transfers").select("id"), now).orderBy("expires_at").limit(limit);
   return rows.map((row: { id: string }) => row.id);
 }
 
@@ -117,7 +121,11 @@ export async function overdueTransfersOf(db: Knex, accountId: string, now: Date)
   return rows.map((row: { id: string }) => row.id);
 }
 
-/** Transfers whose file data should be gone by now. */
+/**
+ * Transfers whose file data should be gone by now, the longest due first. Ordered by the index's
+ * column: unordered, the planner scanned the whole table at 150,000 transfers whenever it guessed
+ * that many were due (docs/operations.md, "Cost at size").
+ */
 export async function dueForPurge(
   db: Knex,
   now: Date,
@@ -127,6 +135,7 @@ export async function dueForPurge(
     .select("id", "files")
     .where({ files_deleted: false })
     .where("purge_after", "<=", now)
+    .orderBy("purge_after")
     .limit(limit);
 }
 
