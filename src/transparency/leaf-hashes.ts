@@ -82,6 +82,7 @@ interface Answer {
 export function threadHashers(databaseUrl: string, threads = availableParallelism()): LeafHashers {
   const workers = Array.from({ length: Math.max(1, threads) }, () => leafThread(databaseUrl));
   const waiting = new Map<number, { resolve(run: HashedRun): void; reject(error: Error): void }>();
+  let failed: Error | undefined;
   for (const worker of workers) {
     worker.on("message", ({ id, run, error }: Answer) => {
       const asked = waiting.get(id);
@@ -89,7 +90,9 @@ export function threadHashers(databaseUrl: string, threads = availableParallelis
       if (run) asked?.resolve(run);
       else asked?.reject(new Error(error ?? "the leaf thread failed"));
     });
+    // A thread that died answers nothing more: what waits on it and what is asked later fails.
     worker.on("error", (error) => {
+      failed ??= error;
       for (const asked of waiting.values()) asked.reject(error);
       waiting.clear();
     });
@@ -97,6 +100,7 @@ export function threadHashers(databaseUrl: string, threads = availableParallelis
   let asked = 0;
   return {
     hash(run) {
+      if (failed) return Promise.reject(failed);
       const id = asked++;
       const worker = workers[id % workers.length] as Worker;
       return new Promise((resolve, reject) => {
