@@ -135,10 +135,8 @@ async function main(): Promise<void> {
       `${cpus().length} CPUs, load average ${loadAverage()}`,
   );
   try {
-    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
     server = await startHandoff({
       dataDir: join(temp.dir, "handoff"),
-      nodeArgs,
       env: { DATABASE_URL: database.url },
     });
     const seeded = await benchAccount(server, "seeded");

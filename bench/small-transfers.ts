@@ -506,8 +506,7 @@ async function runSetup(setup: string, dir: string, grown = 0): Promise<SetupRes
       databases.push(handoffDb);
       env.DATABASE_URL = handoffDb.url;
     } else if (setup !== "embedded") throw new Error(`unknown setup ${setup}: embedded or postgres`);
-    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-    const server = await startHandoff({ dataDir: join(dir, `${setup}-${grown}-handoff`), nodeArgs, env });
+    const server = await startHandoff({ dataDir: join(dir, `${setup}-${grown}-handoff`), env });
     servers.push(server);
     const subjects: [Subject, Subject] = [
       plainSubject(plain),

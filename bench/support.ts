@@ -164,9 +164,15 @@ export class ServerChild {
 /** What every way of starting the server passes Node (test/integration/serve-flags.test.ts). */
 export const SERVE_NODE_FLAG = "--v8-pool-size=0";
 
+/** Node flags given in an environment variable, split on spaces. */
+export function nodeArgsFrom(variable: string): string[] {
+  return (process.env[variable] ?? "").split(" ").filter(Boolean);
+}
+
 /**
  * The real service, compiled (`npm run build`), as an operator runs it: `node --v8-pool-size=0
- * dist/src/cli.js serve`, as the Dockerfile and `npm start` do.
+ * dist/src/cli.js serve`, as the Dockerfile and `npm start` do. BENCH_NODE_ARGS adds node flags to
+ * every benchmark's service (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", which NODE_OPTIONS refuses).
  */
 export function startHandoff(options: {
   dataDir: string;
@@ -175,7 +181,13 @@ export function startHandoff(options: {
 }): Promise<ServerChild> {
   return ServerChild.start(
     "handoff",
-    [SERVE_NODE_FLAG, ...(options.nodeArgs ?? []), "dist/src/cli.js", "serve"],
+    [
+      SERVE_NODE_FLAG,
+      ...(options.nodeArgs ?? []),
+      ...nodeArgsFrom("BENCH_NODE_ARGS"),
+      "dist/src/cli.js",
+      "serve",
+    ],
     { DATA_DIR: options.dataDir, ADMIN_TOKEN, ...(options.env ?? {}) },
     "/readyz",
   );

@@ -29,6 +29,7 @@ import {
   MiB,
   mb,
   mibPerSecond,
+  nodeArgsFrom,
   pad,
   percentile,
   procCpuSeconds,
@@ -151,8 +152,6 @@ async function baselineDownload(baseline: ServerChild, name: string, size: numbe
 async function main(): Promise<void> {
   guard(9 * 60 * 1000, "transfer-throughput");
   const temp = tempRoot("handoff-bench");
-  const words = (text: string | undefined) => (text ?? "").split(" ").filter(Boolean);
-  const nodeArgs = words(process.env.BENCH_NODE_ARGS);
   console.log(
     `# transfer throughput: ${sizeLabel(SIZE)} file, best of ${RUNS}; node ${process.version}, ` +
       `${cpus().length} CPUs, load average ${loadAverage()}; both servers write under ${temp.dir}`,
@@ -162,13 +161,13 @@ async function main(): Promise<void> {
   try {
     baseline = await startBaseline({
       dir: join(temp.dir, "baseline"),
-      nodeArgs: words(process.env.BENCH_BASELINE_NODE_ARGS),
+      nodeArgs: nodeArgsFrom("BENCH_BASELINE_NODE_ARGS"),
     });
     const diagnostics = join(temp.dir, "diagnostics");
     mkdirSync(diagnostics);
     handoff = await startHandoff({
       dataDir: join(temp.dir, "handoff"),
-      nodeArgs: [...fullGcFlags(diagnostics), ...nodeArgs],
+      nodeArgs: fullGcFlags(diagnostics),
     });
     const account = await createAccount(handoff.baseUrl, "bench-large@example.com", "scale");
     await registerAgent(handoff.baseUrl, account.apiKey, SENDER);

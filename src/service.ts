@@ -177,6 +177,7 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     serverKey,
     blobs,
     engine,
+    logInDatabase: !config.eventStoreUrl,
   });
   const tokens = new HumanTokens(serverKey);
   const housekeeper = new Housekeeper(transferDeps, (error) => console.error("housekeeping failed:", error));
@@ -267,6 +268,8 @@ function commandDependencies(parts: {
   serverKey: Buffer;
   blobs: BlobStore;
   engine: ProjectionEngine;
+  /** The event log lives in `db` (not in KurrentDB): see PersonalData's `keysFlushWithLog`. */
+  logInDatabase: boolean;
 }) {
   const { db, store, snapshots, clock, serverKey, blobs, engine } = parts;
   const deps: CommandDeps = {
@@ -274,7 +277,7 @@ function commandDependencies(parts: {
     clock,
     serverKey,
     snapshots,
-    people: new PersonalData(db, serverKey),
+    people: new PersonalData(db, serverKey, { keysFlushWithLog: parts.logInDatabase }),
     streamLock: new StreamLock(),
   };
   const hot = new HotLookups(db, deps.people);

@@ -181,11 +181,15 @@ export async function sendToRequest(deps: TransferDeps, token: string, send: Req
  */
 async function sealedSender(deps: CommandDeps, send: RequestSend) {
   const { senderName: name, senderEmail: email } = send;
-  if (!name && !email) return { name: "", email: null, personId: null };
-  const personId = email ? await deps.people.personFor(email) : await deps.people.newPerson();
+  if (!email) {
+    if (!name) return { name: "", email: null, personId: null };
+    const { personId, sealed } = await deps.people.newPerson(name);
+    return { name: sealed, email: null, personId };
+  }
+  const personId = await deps.people.personFor(email);
   return {
     name: name ? await deps.people.seal(personId, name) : "",
-    email: email ? await deps.people.seal(personId, email) : null,
+    email: await deps.people.seal(personId, email),
     personId,
   };
 }

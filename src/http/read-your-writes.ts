@@ -6,8 +6,9 @@ import type { Service } from "../service.js";
 declare module "fastify" {
   interface FastifyContextConfig {
     /**
-     * False for a route that reads no read model and decides on the log alone (a send, a
-     * download): it neither waits for the read models before it runs nor after it writes.
+     * False for a route that decides on the log alone (a send, a download): it does not wait for
+     * the read models before it runs, and answers from its decided state rather than wait for them
+     * after it writes (unless a read that cannot wait, such as a link's by token, must show it).
      */
     readsModels?: boolean;
   }

@@ -35,6 +35,13 @@ export class PersonalData {
   constructor(
     private readonly db: Knex,
     private readonly serverKey: Buffer,
+    /**
+     * True when the event log is in this same database. A new key is then committed without
+     * waiting for the disk: the event that uses it commits later in the same write-ahead log, and
+     * its flush takes the key's row to the disk first, so a crash never keeps a value whose key it
+     * lost. (A log elsewhere, KurrentDB, needs each key on the disk before the event.)
+     */
+    private readonly options: { keysFlushWithLog: boolean },
   ) {
     this.lookupKey = Buffer.from(hkdfSync("sha256", serverKey, Buffer.alloc(0), LOOKUP_PURPOSE, 32));
   }
@@ -48,11 +55,7 @@ export class PersonalData {
     const lookup = this.lookupOf(email);
     const existing = await this.findByLookup(lookup);
     if (existing) return existing;
-    await this.db.raw(
-      `insert into personal_data_keys (person_id, lookup, sealed_key, created_at)
-         values (?, ?, ?, now()) on conflict (lookup) do nothing`,
-      [randomUUID(), lookup, seal(this.serverKey, KEY_PURPOSE, randomBytes(32))],
-    );
+    await this.insertKey(randomUUID(), lookup, randomBytes(32));
     // Whoever inserted first wins; both callers then use the same person.
     const person = await this.findByLookup(lookup);
     if (!person) throw new Error("a personal data key vanished while it was being made");
@@ -62,14 +65,13 @@ export class PersonalData {
   /**
    * A person known by no address (someone who answered a request link with a name only, decisions
    * 10.3): a fresh data key whose look-up no address can match, erased with what it sealed.
+   * `value` comes back sealed under it, without reading back the key just stored.
    */
-  async newPerson(): Promise<string> {
+  async newPerson(value: string): Promise<{ personId: string; sealed: string }> {
     const personId = randomUUID();
-    await this.db.raw(
-      "insert into personal_data_keys (person_id, lookup, sealed_key, created_at) values (?, ?, ?, now())",
-      [personId, `none:${personId}`, seal(this.serverKey, KEY_PURPOSE, randomBytes(32))],
-    );
-    return personId;
+    const key = randomBytes(32);
+    await this.insertKey(personId, `none:${personId}`, key);
+    return { personId, sealed: sealWith(key, personId, value) };
   }
 
   /** The person behind an address, or null when there is none (never seen, or erased). */
@@ -114,6 +116,20 @@ export class PersonalData {
   async erase(personId: string): Promise<void> {
     await this.db("personal_data_keys").where({ person_id: personId }).delete();
     await this.db.raw("vacuum full personal_data_keys");
+  }
+
+  /** Stores a data key, sealed under the server key; an address already taken keeps its person. */
+  private async insertKey(personId: string, lookup: string, key: Buffer): Promise<void> {
+    // In one statement, so that the setting (local to its transaction) holds at its commit.
+    const unflushed = this.options.keysFlushWithLog
+      ? "(select set_config('synchronous_commit', 'off', true))"
+      : "(select 1)";
+    await this.db.raw(
+      `with commit_as as ${unflushed}
+       insert into personal_data_keys (person_id, lookup, sealed_key, created_at)
+         select ?, ?, ?, now() from commit_as on conflict (lookup) do nothing`,
+      [personId, lookup, seal(this.serverKey, KEY_PURPOSE, key)],
+    );
   }
 
   private async findByLookup(lookup: string): Promise<string | null> {

@@ -201,7 +201,8 @@ export function requestRoutes({ service, settle }: RouteContext): FastifyPluginA
           senderName: body.sender_name || null,
           senderEmail: body.sender_email ?? null,
         });
-        await settle(created.position);
+        // Answered from the decided transfer, like a send (read-your-writes.ts): nothing the sender
+        // reads next comes from the read models, and the owner's reads wait for them anyway.
         const transferId = created.transfer.record.transferId;
         return reply.status(201).send({
           transfer_id: transferId,
@@ -217,6 +218,7 @@ export function requestRoutes({ service, settle }: RouteContext): FastifyPluginA
         const { token, transfer_id: transferId } = request.params;
         await withinTokenLimit(service.rateLimits, clock, token, reply);
         const confirmed = await confirmRequestTransfer(deps, token, transferId);
+        // The link's read (by token, no credential: it waits for nothing) must show the use counted.
         await settle(confirmed.position);
         return { transfer_id: confirmed.transfer.record.transferId, status: confirmed.transfer.status };
       },
