@@ -152,12 +152,15 @@ async function main(): Promise<void> {
       const halfway = Math.floor(KILL_SIZE / CHUNK / 2) * CHUNK;
       try {
         await tusUpload(url, halfway, bytes, { chunk: CHUNK });
-        const before = three.served.length;
         const offset = await tusOffset(url);
+        // The victim is the instance the cut PATCH reached (not the one that answered the HEAD).
+        const before = three.served.length;
         const cut = openPatch(url, offset, bytes(offset, Math.min(KILL_SIZE, offset + CHUNK)), CHUNK / 2);
         while (three.served.length === before) await new Promise((resolve) => setTimeout(resolve, 5));
         await new Promise((resolve) => setTimeout(resolve, 100));
-        const serving = three.served[before]?.instance as string;
+        const patched = three.served[before];
+        if (patched?.method !== "PATCH") throw new Error(`the cut request was a ${patched?.method}`);
+        const serving = patched.instance;
         const victim = instances.findIndex((instance) => instance.baseUrl === serving);
         (instances[victim] as ServerChild).killNow();
         three.drop(serving);

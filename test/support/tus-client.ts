@@ -11,19 +11,21 @@ export interface TusTrip {
 /**
  * A tus client's loop, one PATCH of at most `chunk` bytes per request (`bytes(start, end)` gives
  * them): it asks HEAD where the upload is and sends from there; a cut connection, a 409 or a 423
- * (after its Retry-After) makes it ask again. Resolves once the upload holds `length` bytes.
+ * (after its Retry-After) makes it ask again. Resolves once the upload holds `length` bytes; fails
+ * after `maxSetbacks` (default 100) requests in a row that moved the upload no further.
  */
 export async function tusUpload(
   url: string,
   length: number,
   bytes: (start: number, end: number) => Buffer,
-  options: { chunk: number; trip?: TusTrip; maxTries?: number },
+  options: { chunk: number; trip?: TusTrip; maxSetbacks?: number },
 ): Promise<void> {
   const wait = async (answer: Response | null) => {
     if (answer?.status === 423) options.trip?.locked.push(answer.headers.get("retry-after") ?? "");
     await sleep(Number(answer?.headers.get("retry-after") ?? 0.2) * 1000);
   };
-  for (let tries = 0; tries < (options.maxTries ?? 100); tries++) {
+  let reached = -1;
+  for (let setbacks = 0; setbacks < (options.maxSetbacks ?? 100); setbacks++) {
     const head = await fetch(url, { method: "HEAD", headers: TUS }).catch(() => null);
     if (head?.status !== 200) {
       if (head && head.status !== 423) throw new Error(`HEAD: ${head.status}`);
@@ -32,6 +34,10 @@ export async function tusUpload(
     }
     const offset = Number(head.headers.get("upload-offset"));
     if (offset === length) return;
+    if (offset > reached) {
+      reached = offset;
+      setbacks = 0;
+    }
     const patch = await fetch(url, {
       method: "PATCH",
       headers: { ...TUS, "content-type": "application/offset+octet-stream", "upload-offset": String(offset) },
