@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 
 /**
- * How many threads do the whole-file work: one a core, two to four. Each waits on one fsync at a
+ * How many threads do the whole-file writes: one a core, two to four. Each waits on one fsync at a
  * time, so two let concurrent puts sync side by side; past the cores, more threads only take
  * turns on them with the request thread (on two cores, one, two and four ran within the
  * benchmark's noise of each other).
@@ -159,50 +159,14 @@ const stripUndefined = (fields: Reply["error"] & object) =>
     Object.entries(fields).filter(([key, value]) => key !== "message" && value !== undefined),
   );
 
-/**
- * Small files written and read whole by a few threads of their own, each operation in one message
- * instead of one trip through libuv's pool per call. A one-time transfer's put (open, write, fsync,
- * close, mkdir, rename) and its download (open, stat, read, close) were ten such trips, each a
- * wake-up of a pool thread that took the core from the request thread on a small machine; as two
- * messages they cost it about a fifth less a pair (docs/design.md). Threads start on first use, and
- * a thread that dies is replaced by the next request, until close.
- */
-export class FileThreads {
+/** Threads that take one kind of work, each request to the least busy, up to `count` of them. */
+class Lane {
   private readonly threads: FileThread[] = [];
-  private nextId = 1;
-  private closed = false;
 
-  constructor(private readonly count = FILE_THREADS) {}
-
-  /** Writes `bytes` to `temp` (created, never overwritten), fsyncs it, and renames it to `target`. */
-  async writeWhole(temp: string, target: string, bytes: Buffer): Promise<void> {
-    await this.ask({ op: "write", temp, target, bytes });
-  }
-
-  /** Renames a finished `temp` to `target`, making the target's folder first. */
-  async moveIntoPlace(temp: string, target: string): Promise<void> {
-    await this.ask({ op: "move", temp, target });
-  }
-
-  /** The whole file at `path` when it has at most `limit` bytes. */
-  async readWhole(path: string, limit: number): Promise<WholeRead> {
-    const read = (await this.ask({ op: "read", path, limit })) as WholeRead;
-    if (read.kind !== "bytes") return read;
-    // A thread's Buffer arrives as a plain Uint8Array.
-    const { buffer, byteOffset, byteLength } = read.bytes;
-    return { kind: "bytes", bytes: Buffer.from(buffer, byteOffset, byteLength) };
-  }
-
-  /** Stops the threads; what is asked afterwards is refused (a closed store writes nothing more). */
-  async close(): Promise<void> {
-    this.closed = true;
-    const threads = this.threads.splice(0);
-    await Promise.all(threads.map((thread) => thread.terminate()));
-  }
+  constructor(private readonly count: number) {}
 
   /** Sends to the least busy thread, starting one while there are fewer than `count`. */
-  private ask(request: Request): Promise<unknown> {
-    if (this.closed) return Promise.reject(new Error("the blob store is closed"));
+  ask(id: number, request: Request): Promise<unknown> {
     let thread = this.threads.reduce<FileThread | undefined>(
       (best, t) => (!best || t.waiting.size < best.waiting.size ? t : best),
       undefined,
@@ -214,6 +178,62 @@ export class FileThreads {
       });
       this.threads.push(thread);
     }
-    return thread.ask(this.nextId++, request);
+    return thread.ask(id, request);
+  }
+
+  async close(): Promise<void> {
+    const threads = this.threads.splice(0);
+    await Promise.all(threads.map((thread) => thread.terminate()));
+  }
+}
+
+/**
+ * Small files written and read whole by a few threads of their own, each operation in one message
+ * instead of one trip through libuv's pool per call. A one-time transfer's put (open, write, fsync,
+ * close, mkdir, rename) and its download (open, stat, read, close) were ten such trips, each a
+ * wake-up of a pool thread that took the core from the request thread on a small machine; as two
+ * messages they cost it about a fifth less a pair (docs/design.md). Reads have a thread of their
+ * own: behind the writers' fsyncs, a download of a file in the page cache waited milliseconds for
+ * work that takes microseconds. Threads start on first use, and a thread that dies is replaced by
+ * the next request, until close.
+ */
+export class FileThreads {
+  private readonly writes: Lane;
+  private readonly reads = new Lane(1);
+  private nextId = 1;
+  private closed = false;
+
+  constructor(writers = FILE_THREADS) {
+    this.writes = new Lane(writers);
+  }
+
+  /** Writes `bytes` to `temp` (created, never overwritten), fsyncs it, and renames it to `target`. */
+  async writeWhole(temp: string, target: string, bytes: Buffer): Promise<void> {
+    await this.ask(this.writes, { op: "write", temp, target, bytes });
+  }
+
+  /** Renames a finished `temp` to `target`, making the target's folder first. */
+  async moveIntoPlace(temp: string, target: string): Promise<void> {
+    await this.ask(this.writes, { op: "move", temp, target });
+  }
+
+  /** The whole file at `path` when it has at most `limit` bytes. */
+  async readWhole(path: string, limit: number): Promise<WholeRead> {
+    const read = (await this.ask(this.reads, { op: "read", path, limit })) as WholeRead;
+    if (read.kind !== "bytes") return read;
+    // A thread's Buffer arrives as a plain Uint8Array.
+    const { buffer, byteOffset, byteLength } = read.bytes;
+    return { kind: "bytes", bytes: Buffer.from(buffer, byteOffset, byteLength) };
+  }
+
+  /** Stops the threads; what is asked afterwards is refused (a closed store writes nothing more). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([this.writes.close(), this.reads.close()]);
+  }
+
+  private ask(lane: Lane, request: Request): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error("the blob store is closed"));
+    return lane.ask(this.nextId++, request);
   }
 }

@@ -67,6 +67,24 @@ describe("the store's file threads", () => {
     });
   });
 
+  it("answer a read while every writer is busy with a large write: a download never waits behind fsyncs", async () => {
+    const own = new FileThreads(1);
+    const small = join(dir.path, "small");
+    writeFileSync(small, "ready");
+    const order: string[] = [];
+    const large = own
+      .writeWhole(join(dir.path, "large.part"), join(dir.path, "large"), randomBytes(64 * 1024 * 1024))
+      .then(() => order.push("large write"));
+    const read = own.readWhole(small, 64).then((whole) => {
+      order.push("small read");
+      return whole;
+    });
+    expect(await read).toMatchObject({ kind: "bytes" });
+    await large;
+    expect(order).toEqual(["small read", "large write"]);
+    await own.close();
+  });
+
   it("refuse work once closed: a closed store writes nothing more", async () => {
     const own = new FileThreads(1);
     const path = join(dir.path, "closed");
