@@ -3,7 +3,7 @@
  * `npm run bench` builds first (the benchmarks run the compiled server, dist/src/cli.js).
  *
  *   npm run bench                      every benchmark
- *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, web, request-page, python, webhooks, stream, log, instances, growth, requests, rebuild)
+ *   npm run bench -- small history     only those named (upload, resumable, small, history, client, shield, shield-loop, web, request-page, python, webhooks, stream, log, instances, growth, requests, rebuild, verify)
  *
  * Each benchmark bounds its own running time (see `guard` in bench/support.ts).
  */
@@ -30,6 +30,7 @@ const BENCHMARKS: Record<string, string> = {
   growth: "bench/growth.ts",
   requests: "bench/request-links.ts",
   rebuild: "bench/rebuild.ts",
+  verify: "bench/export-verify.ts",
 };
 
 const named = process.argv.slice(2);
