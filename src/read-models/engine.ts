@@ -308,8 +308,9 @@ async function applyBatch(
   batch: RecordedEvent[],
   prepare?: PrepareBatch,
 ): Promise<Checkpoints> {
+  const [first] = batch;
   const last = batch.at(-1);
-  if (!last) return expected;
+  if (!first || !last) return expected;
   const moved: Checkpoints = new Map();
   await db.transaction(async (trx) => {
     await prepare?.(trx);
@@ -325,7 +326,10 @@ async function applyBatch(
     }
     for (const projection of due) {
       const from = expected.get(projection.name) ?? null;
-      const unseen = batch.filter((event) => isAfter(event.position, from));
+      // Mostly the whole batch: a projection behind the others is the exception.
+      const unseen = isAfter(first.position, from)
+        ? batch
+        : batch.filter((event) => isAfter(event.position, from));
       if (projection.applyBatch) await projection.applyBatch(trx, unseen);
       else for (const event of unseen) if (sees(projection, event)) await projection.apply(trx, event);
       moved.set(projection.name, last.position);
