@@ -45,7 +45,8 @@ const LOCK_NOT_AVAILABLE = "55P03";
  *    of a B-tree insert per row: the cost per event stays flat as the log grows), and the log that
  *    arrived in the meantime is applied. The tables are logged throughout: filled unlogged and
  *    made logged at the end, each was copied once more and written to the WAL whole, which cost
- *    more than the WAL of the inserts (400,000 events: 17–21 s against 14.5–15.5 s).
+ *    more than the WAL of the inserts (a whole rebuild of 400,000 events on 2026-11-29, load about
+ *    4: 17–21 s against 14.5–15.5 s).
  * 3. One short transaction takes the live checkpoints' rows (the live engine's next batch waits),
  *    then every live table (readers queue for a moment), applies the last events until the new
  *    tables are at least where the live ones are (so a reader told the read models had reached its
