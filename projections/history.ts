@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import type { ErasureEvent } from "../domain/erasure.js";
-import { ERASED, personalFields, publicData } from "../domain/personal-data.js";
+import { ERASED, personalFields, publicJson } from "../domain/personal-data.js";
 import type { ActorKind, RecordedEvent } from "../domain/recorded-event.js";
 import { categoryOf, idOf, streams } from "../domain/streams.js";
 import type { Projection } from "./projection.js";
@@ -112,15 +112,18 @@ function ownSubjects(event: RecordedEvent): Subjects {
 
 interface Pending {
   entries: Inserted<HistoryEntryRow>[];
-  index: HistoryIndexRow[];
+  /** Each entry's subjects, in the order of `entries`: its `history_index` rows. */
+  subjects: Subjects[];
   streams: HistoryStreamRow[];
 }
+
+const nothingPending = (): Pending => ({ entries: [], subjects: [], streams: [] });
 
 const CHUNK = 1000;
 
 async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void> {
   const known = await knownStreams(trx, events);
-  let pending: Pending = { entries: [], index: [], streams: [] };
+  let pending = nothingPending();
   for (const event of events) {
     const first = streamSubjects(event);
     if (first && !known.has(event.streamId)) {
@@ -140,23 +143,28 @@ async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[]): Pro
           agent_id: event.metadata.agentId,
           key_id: event.metadata.keyId,
         },
-        // An event's data is an object, and so is what is left of it without secrets.
-        data: publicData(event.data) as HistoryEntryRow["data"],
+        // Its secrets are left out as the entries are written (flush).
+        data: event.data,
       });
-      for (const subject of subjects) pending.index.push({ subject, position: event.position });
+      pending.subjects.push(subjects);
     }
     if (event.type === "PersonErased" || event.type === "AccountErased") {
       await flush(trx, pending);
-      pending = { entries: [], index: [], streams: [] };
+      pending = nothingPending();
       await redact(trx, event);
     }
   }
   await flush(trx, pending);
 }
 
-/** Subjects remembered for the streams of this batch whose first event came in an earlier one. */
+/**
+ * Subjects remembered for the streams of this batch whose first event came in an earlier one. A
+ * stream that begins in the batch has nothing remembered yet: most of a rebuild's streams begin
+ * and end within one batch, and are not looked for.
+ */
 async function knownStreams(trx: Knex.Transaction, events: RecordedEvent[]): Promise<Map<string, Subjects>> {
-  const later = [...new Set(events.filter((e) => e.revision > 0).map((e) => e.streamId))];
+  const begun = new Set(events.filter((e) => e.revision === 0).map((e) => e.streamId));
+  const later = [...new Set(events.filter((e) => !begun.has(e.streamId)).map((e) => e.streamId))];
   const known = new Map<string, Subjects>();
   for (let i = 0; i < later.length; i += CHUNK) {
     const rows = await trx("history_streams")
@@ -182,16 +190,28 @@ async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
     });
   }
   if (pending.entries.length > 0) {
-    // The entries as one JSON document: their data is JSON already, and goes in without escaping.
+    const positions = column(pending.entries, "position");
+    // The JSON columns as one JSON array each, taken apart by the database without parsing them
+    // twice (json_populate_recordset parsed the document, then every value again, and took twice
+    // as long): their data is JSON already, and goes in without escaping.
     inserts.push({
-      sql: "insert into history_entries select * from json_populate_recordset(null::history_entries, ?::json)",
-      bindings: [JSON.stringify(pending.entries)],
+      sql: `insert into history_entries (position, stream_id, type, at, actor, data)
+        select * from rows from (unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[]),
+          json_array_elements(?::json), json_array_elements(?::json))`,
+      bindings: [
+        positions,
+        column(pending.entries, "stream_id"),
+        column(pending.entries, "type"),
+        column(pending.entries, "at"),
+        JSON.stringify(column(pending.entries, "actor")),
+        publicJson(column(pending.entries, "data")),
+      ],
     });
-  }
-  if (pending.index.length > 0) {
+    // Each entry's subjects as one string: a third of the array elements to escape and parse.
     inserts.push({
-      sql: "insert into history_index (subject, position) select * from unnest(?::text[], ?::text[])",
-      bindings: [column(pending.index, "subject"), column(pending.index, "position")],
+      sql: `insert into history_index (subject, position)
+        select unnest(string_to_array(j, ' ')), p from unnest(?::text[], ?::text[]) as t(p, j)`,
+      bindings: [positions, pending.subjects.map((subjects) => subjects.join(" "))],
     });
   }
   await runTogether(trx, inserts);

@@ -235,7 +235,9 @@ export interface ReplayLogOptions {
  * Applies the log after `checkpoints` to `projections`, REBUILD_BATCH events a transaction, until a
  * read comes back short of a whole batch; returns the new checkpoints. The next batch is read while
  * one is applied, so at most two batches are in memory whatever the log's size, and a rebuild costs
- * the slower of reading and writing rather than both.
+ * the slower of reading and writing rather than both. Each batch is applied in lanes at once
+ * (lanesOf), each lane a transaction on a connection of its own; on a transaction `db` (the
+ * switch of a rebuild beside), in one.
  */
 export async function replayLog(
   db: Knex | Knex.Transaction,
@@ -244,6 +246,7 @@ export async function replayLog(
   checkpoints: Checkpoints,
   options: ReplayLogOptions = {},
 ): Promise<Checkpoints> {
+  const lanes = db.isTransaction ? [projections] : lanesOf(projections);
   let batch = await store.readAll(oldest(checkpoints, projections), REBUILD_BATCH);
   for (let batches = 1; batch.length > 0; batches++) {
     const last = batch.at(-1)?.position ?? null;
@@ -251,11 +254,46 @@ export async function replayLog(
     const next = more ? store.readAll(last, REBUILD_BATCH) : Promise.resolve([]);
     // A failed apply must not leave the read ahead's rejection unheard.
     next.catch(() => {});
-    checkpoints = await applyBatch(db, projections, checkpoints, batch, options.prepare);
+    checkpoints = await applyInLanes(db, lanes, checkpoints, batch, options.prepare);
     options.onBatch?.(batch.length);
     batch = await next;
   }
   return checkpoints;
+}
+
+/**
+ * The projections split into lanes that apply a batch side by side: each that takes a batch whole
+ * (Projection.applyBatch, the ones with most rows to write) in a lane of its own, the others
+ * together. While one lane's statements run in the database, the next lane's rows are made here:
+ * on one connection the two would take turns and each side would wait for the other.
+ */
+function lanesOf(projections: Projection[]): Projection[][] {
+  const whole = projections.filter((p) => p.applyBatch);
+  const rest = projections.filter((p) => !p.applyBatch);
+  return [...whole.map((p) => [p]), ...(rest.length > 0 ? [rest] : [])];
+}
+
+/**
+ * Applies a batch to each lane in a transaction of its own, all at once, and returns the new
+ * checkpoints. Each lane's checkpoints move with its rows, so a lane that fails leaves the others'
+ * applied and its own where they were; the first failure is thrown once every lane has ended.
+ */
+async function applyInLanes(
+  db: Knex | Knex.Transaction,
+  lanes: Projection[][],
+  expected: Checkpoints,
+  batch: RecordedEvent[],
+  prepare?: PrepareBatch,
+): Promise<Checkpoints> {
+  const results = await Promise.allSettled(
+    lanes.map((lane) => applyBatch(db, lane, expected, batch, prepare)),
+  );
+  const moved = new Map(expected);
+  for (const [i, result] of results.entries()) {
+    if (result.status === "rejected") throw result.reason;
+    for (const { name } of lanes[i] ?? []) moved.set(name, result.value.get(name) ?? null);
+  }
+  return moved;
 }
 
 /**
@@ -270,8 +308,9 @@ async function applyBatch(
   batch: RecordedEvent[],
   prepare?: PrepareBatch,
 ): Promise<Checkpoints> {
+  const [first] = batch;
   const last = batch.at(-1);
-  if (!last) return expected;
+  if (!first || !last) return expected;
   const moved: Checkpoints = new Map();
   await db.transaction(async (trx) => {
     await prepare?.(trx);
@@ -287,7 +326,10 @@ async function applyBatch(
     }
     for (const projection of due) {
       const from = expected.get(projection.name) ?? null;
-      const unseen = batch.filter((event) => isAfter(event.position, from));
+      // Mostly the whole batch: a projection behind the others is the exception.
+      const unseen = isAfter(first.position, from)
+        ? batch
+        : batch.filter((event) => isAfter(event.position, from));
       if (projection.applyBatch) await projection.applyBatch(trx, unseen);
       else for (const event of unseen) if (sees(projection, event)) await projection.apply(trx, event);
       moved.set(projection.name, last.position);
