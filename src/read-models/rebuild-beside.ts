@@ -98,13 +98,16 @@ export async function rebuildBeside(
     let checkpoints = await fill(new Map(chosen.map((p) => [p.name, null])));
     progress({ phase: "index", tables: tables.length });
     // Each table on a connection of its own, all at once: each index is one statement that keeps
-    // a database process busy, and the tables' can be built side by side.
-    await Promise.all(
+    // a database process busy, and the tables' can be built side by side. All end before a failure
+    // is thrown, so that none is still building when the schema is dropped.
+    const built = await Promise.allSettled(
       tables.map(async (table) => {
         if (keyedLater.has(table)) await copyConstraints(db, live, schema, table);
         await copyIndexes(db, live, schema, table);
       }),
     );
+    const failed = built.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
     checkpoints = await fill(checkpoints);
     for (let attempt = 1; ; attempt++) {
       progress({ phase: "switch", attempt });
