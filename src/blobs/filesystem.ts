@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { constants } from "node:fs";
 import {
   access,
@@ -18,6 +18,7 @@ import { pipeline } from "node:stream/promises";
 import { checkRange, FileSink, STREAM_CHUNK } from "./byte-streams.js";
 import { BlobNotFoundError, BlobTooLargeError } from "./errors.js";
 import { FileThreads } from "./file-threads.js";
+import { HashTap } from "./hash-tap.js";
 import type { LocalBlobUrls } from "./local-urls.js";
 import {
   type BlobStore,
@@ -27,6 +28,7 @@ import {
   type OpenedBlob,
   type PresignedRequest,
   SMALL_BLOB_BYTES,
+  type StoredBlob,
   type StoredGroup,
   type UploadUrlOptions,
 } from "./port.js";
@@ -94,7 +96,7 @@ export class FileSystemBlobStore implements BlobStore {
     key: string,
     body: Readable,
     options: { maxBytes: number | null; contentType?: string },
-  ): Promise<{ size: number }> {
+  ): Promise<StoredBlob> {
     const target = this.pathOf(key);
     const temp = join(this.tempDir, `${escapePart(key)}~${this.owners.selfName}~${randomUUID()}${PART}`);
     this.puts.set(temp, key);
@@ -105,18 +107,19 @@ export class FileSystemBlobStore implements BlobStore {
         if (options.maxBytes !== null && small.length > options.maxBytes)
           throw new BlobTooLargeError(options.maxBytes);
         await this.threads.writeWhole(temp, target, small);
-        return { size: small.length };
+        return { size: small.length, sha256: createHash("sha256").update(small).digest("hex") };
       }
       // The file exists before any byte flows, so the clean-up below always has it to remove.
       const file = await this.createTemp(temp);
       const sink = new FileSink(file, options.maxBytes);
+      const hash = createHash("sha256");
       try {
-        await pipeline(body, sink);
+        await pipeline(body, new HashTap(hash), sink);
       } finally {
         await file.close();
       }
       await this.threads.moveIntoPlace(temp, target);
-      return { size: sink.bytes };
+      return { size: sink.bytes, sha256: hash.digest("hex") };
     } catch (error) {
       body.destroy();
       await rm(temp, { force: true });

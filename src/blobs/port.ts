@@ -4,17 +4,24 @@ import type { ResumableUploads } from "./resumable/uploads.js";
 /** What a store may throw is part of its port; the classes live in a leaf module so resumable/ can throw them without a circle. */
 export { BlobNotFoundError, BlobTooLargeError } from "./errors.js";
 
+/** What a put stored: its size and the SHA-256 of its bytes (hex). */
+export interface StoredBlob {
+  size: number;
+  sha256: string;
+}
+
 /** Where file data lives: the local filesystem (embedded default) or S3. Contract: test/contract/blob-store.contract.ts. */
 export interface BlobStore {
   /**
    * Streams `body` into `key` with backpressure, never holding it whole. More than `maxBytes`
-   * rejects with BlobTooLargeError and leaves nothing behind; so does any other failure.
+   * rejects with BlobTooLargeError and leaves nothing behind; so does any other failure. Answers
+   * the stored bytes' size and lowercase hex SHA-256, which a receipt names (decisions 9.5).
    */
   put(
     key: string,
     body: Readable,
     options: { maxBytes: number | null; contentType?: string },
-  ): Promise<{ size: number }>;
+  ): Promise<StoredBlob>;
   /** Streams a blob, or the inclusive byte range `start`–`end` of it; BlobNotFoundError when missing. */
   get(key: string, range?: ByteRange): Promise<Readable>;
   /**

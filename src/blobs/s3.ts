@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { pipeline, type Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
@@ -16,6 +17,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { ByteCounter, checkRange } from "./byte-streams.js";
 import { attachment } from "./content-disposition.js";
+import { HashTap } from "./hash-tap.js";
 import type { LocalBlobUrls } from "./local-urls.js";
 import {
   BlobNotFoundError,
@@ -24,6 +26,7 @@ import {
   type DownloadUrlOptions,
   type OpenedBlob,
   type PresignedRequest,
+  type StoredBlob,
   type UploadUrlOptions,
 } from "./port.js";
 import type { UploadLeaseTable } from "./resumable/leases.js";
@@ -139,10 +142,11 @@ export class S3BlobStore implements BlobStore {
     key: string,
     body: Readable,
     options: { maxBytes: number | null; contentType?: string },
-  ): Promise<{ size: number }> {
+  ): Promise<StoredBlob> {
     const counter = new ByteCounter(options.maxBytes);
+    const hash = createHash("sha256");
     let streamError: unknown = null;
-    pipeline(body, counter, (error) => {
+    pipeline(body, new HashTap(hash), counter, (error) => {
       if (error && streamError === null) streamError = error;
     });
     const upload = new Upload({
@@ -159,7 +163,7 @@ export class S3BlobStore implements BlobStore {
     });
     try {
       await upload.done();
-      return { size: counter.bytes };
+      return { size: counter.bytes, sha256: hash.digest("hex") };
     } catch (error) {
       counter.destroy();
       await upload.abort().catch(() => {});

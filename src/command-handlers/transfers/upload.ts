@@ -1,4 +1,4 @@
-import { createHash, type Hash, randomBytes } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { type Duplex, pipeline, type Readable, type Transform } from "node:stream";
 import { encryptedSize } from "@handoff/sdk";
 import { refuse } from "../../../domain/decider.js";
@@ -11,16 +11,10 @@ import { HashTap } from "../../blobs/hash-tap.js";
 import { blobKey } from "../../blobs/keys.js";
 import { type BlobStore, BlobTooLargeError } from "../../blobs/port.js";
 import { encryptingStage } from "../../security/at-rest.js";
+import { randomBase62 } from "../../security/secrets.js";
 
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-function randomId(length: number): string {
-  const bytes = randomBytes(length);
-  return Array.from(bytes, (byte) => BASE62[byte % 62]).join("");
-}
-
-export const newTransferId = () => `tr_${randomId(24)}`;
-export const newFileId = () => `f_${randomId(16)}`;
+export const newTransferId = () => `tr_${randomBase62(24)}`;
+export const newFileId = () => `f_${randomBase62(16)}`;
 
 /** Decisions 3.22 and 7.3: a file name is a relative path of valid segments (domain/file-names.ts). */
 export function checkFileName(name: string, path: string): void {
@@ -58,9 +52,9 @@ export type AtRestKeyFor = (fieldsSoFar: Map<string, string[]>) => Uint8Array | 
  * Stores one file part: as it comes, or encrypted by the server under `contentKey` (decisions
  * 5.3). The size limit applies to the bytes the client sent: the store enforces it on a plain file;
  * an encrypted one is counted before it grows by its framing. An encrypted file's size is that of
- * its stored ciphertext, as for any encrypted file (5.3), and its salt is its `encryptionIv`.
- * The stored bytes pass through a SHA-256 on their way, which a recipient's receipt must name
- * (decisions 9.5): the one stage every file takes.
+ * its stored ciphertext, as for any encrypted file (5.3), and its salt is its `encryptionIv`. The
+ * store answers the stored bytes' SHA-256, which a recipient's receipt must name (decisions 9.5).
+ * A plain part without a fingerprint goes to the store as it comes, through no stage at all.
  */
 async function storeFile(
   blobs: BlobStore,
@@ -73,22 +67,23 @@ async function storeFile(
 ): Promise<{ size: number; encryptionIv: string | null; storedSha256: string }> {
   const counter = contentKey ? new ByteCounter(maxBytes) : null;
   const encrypting = contentKey ? encryptingStage(contentKey) : null;
-  const stored = new HashTap(createHash("sha256"));
   const stages: (Transform | Duplex)[] = [
     ...(fingerprint ? [new HashTap(fingerprint)] : []),
     ...(counter && encrypting ? [counter, encrypting.stage] : []),
-    stored,
   ];
   // pipeline() hands back its last stream; an error anywhere (too large included) destroys it.
-  const body = pipeline([file, ...stages], () => {}) as unknown as Readable;
-  const { size } = await blobs.put(key, body, {
+  const body = stages.length > 0 ? (pipeline([file, ...stages], () => {}) as unknown as Readable) : file;
+  const stored = await blobs.put(key, body, {
     maxBytes: counter ? null : maxBytes,
     contentType: encrypting ? "application/octet-stream" : contentType,
   });
-  const storedSha256 = stored.hash.digest("hex");
   return counter && encrypting
-    ? { size: encryptedSize(counter.bytes), encryptionIv: encrypting.encryptionIv, storedSha256 }
-    : { size, encryptionIv: null, storedSha256 };
+    ? {
+        size: encryptedSize(counter.bytes),
+        encryptionIv: encrypting.encryptionIv,
+        storedSha256: stored.sha256,
+      }
+    : { size: stored.size, encryptionIv: null, storedSha256: stored.sha256 };
 }
 
 const hasNul = (text: string) => text.includes("\u0000");
