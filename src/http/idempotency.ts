@@ -43,6 +43,10 @@ function scopeOf(request: FastifyRequest): string {
 
 const conflict = (message: string) => new HttpError(409, "IDEMPOTENCY_CONFLICT", message);
 
+/** Only a POST with the header claims a key (decisions 3.17). */
+const claimsKey = (request: FastifyRequest) =>
+  request.method === "POST" && request.headers[HEADER] !== undefined;
+
 /** A multipart upload is read by its route, which fingerprints what it received (fields and file contents). */
 const streamed = (request: FastifyRequest) =>
   request.body === undefined && (request.headers["content-type"] ?? "").startsWith("multipart/");
@@ -61,24 +65,29 @@ export class Idempotency {
 
   register(app: FastifyInstance): void {
     app.decorateRequest("idempotency", null);
-    app.addHook("preHandler", async (request, reply) => {
-      if (streamed(request)) return;
-      await this.apply(request, reply, JSON.stringify(request.body ?? null));
+    // Most requests carry no key: they pass both hooks at once, without a promise each.
+    app.addHook("preHandler", (request, reply, done) => {
+      if (streamed(request) || !claimsKey(request)) return done();
+      this.apply(request, reply, JSON.stringify(request.body ?? null)).then(() => done(), done);
     });
-    app.addHook("onSend", async (request, reply, payload) => {
+    app.addHook("onSend", (request, reply, payload, done) => {
       const claim = request.idempotency;
-      if (!claim) return payload;
+      if (!claim) return done(null, payload);
       request.idempotency = null;
-      if (reply.statusCode >= 500) {
-        await this.db("idempotency_records").where(claim).del();
-      } else {
-        const body = typeof payload === "string" ? payload : JSON.stringify(payload ?? null);
-        await this.db("idempotency_records")
-          .where(claim)
-          .update({ status_code: reply.statusCode, body: sealedAnswer(this.serverKey, body) });
-      }
-      return payload;
+      this.keepAnswer(claim, reply.statusCode, payload).then(() => done(null, payload), done);
     });
+  }
+
+  /** The claimed key's answer, kept for repeats; a failure of the server's (500 and above) releases the key. */
+  private async keepAnswer(claim: { scope: string; key: string }, status: number, payload: unknown) {
+    if (status >= 500) {
+      await this.db("idempotency_records").where(claim).del();
+    } else {
+      const body = typeof payload === "string" ? payload : JSON.stringify(payload ?? null);
+      await this.db("idempotency_records")
+        .where(claim)
+        .update({ status_code: status, body: sealedAnswer(this.serverKey, body) });
+    }
   }
 
   /**
@@ -86,9 +95,8 @@ export class Idempotency {
    * (the caller then does nothing more). Without the header it does nothing.
    */
   async apply(request: FastifyRequest, reply: FastifyReply, fingerprint: string): Promise<boolean> {
+    if (!claimsKey(request) || request.routeOptions.config?.idempotency === false) return false;
     const key = request.headers[HEADER];
-    if (request.method !== "POST" || key === undefined) return false;
-    if (request.routeOptions.config?.idempotency === false) return false;
     if (typeof key !== "string" || key.length === 0 || key.length > 255) {
       throw validationError("Idempotency-Key must be 1 to 255 characters", "headers.idempotency-key");
     }

@@ -49,7 +49,8 @@ export function checkJson(value: unknown, path?: string): void {
 
 /** Every JSON body, on every route, is checked once before validation sees it. */
 export function registerJsonGuard(app: FastifyInstance): void {
-  app.addHook("preValidation", async (request) => {
+  app.addHook("preValidation", (request, _reply, done) => {
     checkJson(request.body);
+    done();
   });
 }

@@ -15,7 +15,7 @@ export interface MetricsOptions {
 /** Times every request by its route pattern, and serves GET /metrics in Prometheus text format. */
 export const metricsPlugin = fastifyPlugin<MetricsOptions>(
   async (app: FastifyInstance, options) => {
-    app.addHook("onResponse", async (request, reply) => {
+    app.addHook("onResponse", (request, reply, done) => {
       observeRequest(
         request.method,
         // Unmatched URLs (404s, scans) share one label: the raw URL would grow the series without bound.
@@ -23,6 +23,7 @@ export const metricsPlugin = fastifyPlugin<MetricsOptions>(
         reply.statusCode,
         reply.elapsedTime / 1000,
       );
+      done();
     });
 
     const expected = options.token === null ? null : sha256Hex(options.token);

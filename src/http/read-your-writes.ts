@@ -23,10 +23,11 @@ declare module "fastify" {
  * download does not wait for the projections.
  */
 export function readYourWrites(app: FastifyInstance, service: Service) {
-  app.addHook("preHandler", async (request) => {
+  app.addHook("preHandler", (request, _reply, done) => {
     const config = request.routeOptions.config;
-    if (config?.auth === "none" || config?.readsModels === false) return;
-    await service.engine.caughtUp(READ_YOUR_WRITES_TIMEOUT_MS);
+    // The hot routes pass without a promise: this hook is on every request's path.
+    if (config?.auth === "none" || config?.readsModels === false) return done();
+    service.engine.caughtUp(READ_YOUR_WRITES_TIMEOUT_MS).then(() => done(), done);
   });
   return {
     settle: async (position: Position | null): Promise<void> => {

@@ -33,25 +33,30 @@ function timeOut(request: FastifyRequest, reply: FastifyReply): void {
  * watch lives with the request, never on the connection, so keep-alive adds nothing up.
  */
 export function registerSlowBodyGuard(app: FastifyInstance, limits: TimeLimits): void {
-  app.addHook("onRequest", async (request, reply) => {
-    const raw = request.raw;
-    const socket = raw.socket;
-    // Injected requests (tests) have no connection to watch.
-    if (!carriesBody(raw) || raw.complete || typeof socket?.bytesRead !== "number") return;
-    let seen = socket.bytesRead;
-    const timer = setInterval(() => {
-      if (raw.complete || socket.destroyed || reply.raw.writableEnded) return stop();
-      const moved = socket.bytesRead - seen;
-      seen = socket.bytesRead;
-      if (moved >= limits.bodyMinBytes || raw.readableLength > 0) return;
-      stop();
-      timeOut(request, reply);
-    }, limits.bodyWindowMs);
-    timer.unref();
-    const stop = () => clearInterval(timer);
-    raw.once("end", stop);
-    raw.once("close", stop);
-    reply.raw.once("finish", stop);
-    reply.raw.once("close", stop);
+  app.addHook("onRequest", (request, reply, done) => {
+    watchBody(request, reply, limits);
+    done();
   });
+}
+
+function watchBody(request: FastifyRequest, reply: FastifyReply, limits: TimeLimits): void {
+  const raw = request.raw;
+  const socket = raw.socket;
+  // Injected requests (tests) have no connection to watch.
+  if (!carriesBody(raw) || raw.complete || typeof socket?.bytesRead !== "number") return;
+  let seen = socket.bytesRead;
+  const timer = setInterval(() => {
+    if (raw.complete || socket.destroyed || reply.raw.writableEnded) return stop();
+    const moved = socket.bytesRead - seen;
+    seen = socket.bytesRead;
+    if (moved >= limits.bodyMinBytes || raw.readableLength > 0) return;
+    stop();
+    timeOut(request, reply);
+  }, limits.bodyWindowMs);
+  timer.unref();
+  const stop = () => clearInterval(timer);
+  raw.once("end", stop);
+  raw.once("close", stop);
+  reply.raw.once("finish", stop);
+  reply.raw.once("close", stop);
 }

@@ -117,7 +117,8 @@ class OneLinePerRequest extends LogController {
 
 /** Echoes the request id on every answer, errors included, so a caller can quote it. */
 export function echoRequestId(app: FastifyInstance): void {
-  app.addHook("onSend", async (request, reply) => {
+  app.addHook("onSend", (request, reply, payload, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    done(null, payload);
   });
 }
