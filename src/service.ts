@@ -196,6 +196,8 @@ export async function openService(config: Config, options: ServiceOptions = {}):
     config.logOrigin,
     loadLogKey(config.logKey, config.dataDir),
     (error) => console.error("transparency log:", error),
+    // Events in PostgreSQL: the hasher works on a thread of its own, off the request thread.
+    { hasherThread: config.eventStoreUrl ? null : config.databaseUrl },
   );
   const background = { engine, transparency, housekeeper, peopleMail, ...webhookParts };
   if (options.runProjections ?? true) await startBackground(background);

@@ -23,6 +23,40 @@ export interface SigningGate {
 }
 
 /**
+ * What TransparencyLog asks of the hasher, wherever it runs: in this thread (inProcessHasher) or on
+ * a thread of its own (ThreadHasher, threaded-hasher.ts).
+ */
+export interface TreeHasher {
+  start(): Promise<void>;
+  /** Resolves once the hasher's last transaction has ended and nothing of it runs any more. */
+  stop(): Promise<void>;
+  /** Signs the tree as it stands now if it grew since the last checkpoint (once signing is open). */
+  signNow(): Promise<void>;
+  /** Opens signing once a check of the past passed; closes it while one runs and after tampering. */
+  gateSigning(open: boolean): void;
+}
+
+/** A LogHasher in this thread, its signing gate a flag: on the embedded database, with KurrentDB, and inside the hasher's thread. */
+export function inProcessHasher(
+  store: EventStore,
+  db: Knex,
+  tiles: TileReader,
+  checkpoints: Checkpoints,
+  onError: (error: unknown) => void,
+): TreeHasher {
+  let open = false;
+  const hasher = new LogHasher(store, db, tiles, checkpoints, { maySign: () => open }, onError);
+  return {
+    start: () => hasher.start(),
+    stop: () => hasher.stop(),
+    signNow: () => hasher.signNow(),
+    gateSigning: (allowed) => {
+      open = allowed;
+    },
+  };
+}
+
+/**
  * Makes the log's Merkle tree (decisions 9.1): a catch-up subscription of its own, like a reactor's,
  * appends every event as a leaf and writes the changed tiles, the leaf positions and its place in one
  * transaction, then signs a checkpoint of the new size at most every SIGN_INTERVAL_MS. A second

@@ -1,8 +1,9 @@
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { entryLeafHash, HASH_SIZE } from "@handoff/sdk/transparency";
 import type { EventStore, Position } from "../eventstore/port.js";
 import { entryOf } from "./entries.js";
+import { transparencyThread } from "./threads.js";
 
 /** `count` leaves of the log, starting with the event after `after` (null: the first event). */
 export interface LeafRun {
@@ -48,26 +49,6 @@ export function inThreadHashers(store: EventStore): LeafHashers {
   return { hash: (run) => hashRun(store, run), close: async () => {} };
 }
 
-/**
- * One leaf thread (leaf-thread.ts). From the TypeScript sources (the tests run them), the thread
- * registers tsx's loader before importing them: a worker does not take `--import` loaders.
- */
-function leafThread(databaseUrl: string): Worker {
-  if (!import.meta.url.endsWith(".ts")) {
-    return new Worker(new URL("./leaf-thread.js", import.meta.url), { workerData: { databaseUrl } });
-  }
-  const [tsx, entry] = [
-    import.meta.resolve("tsx/esm/api"),
-    new URL("./leaf-thread.ts", import.meta.url).href,
-  ];
-  const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(bootstrap, {
-    eval: true,
-    workerData: { databaseUrl },
-    execArgv: ["--conditions=source"],
-  });
-}
-
 interface Answer {
   id: number;
   run?: HashedRun;
@@ -80,7 +61,9 @@ interface Answer {
  * runs of the log are independent of each other.
  */
 export function threadHashers(databaseUrl: string, threads = availableParallelism()): LeafHashers {
-  const workers = Array.from({ length: Math.max(1, threads) }, () => leafThread(databaseUrl));
+  const workers = Array.from({ length: Math.max(1, threads) }, () =>
+    transparencyThread("leaf-thread", { databaseUrl }),
+  );
   const waiting = new Map<number, { resolve(run: HashedRun): void; reject(error: Error): void }>();
   let failed: Error | undefined;
   for (const worker of workers) {

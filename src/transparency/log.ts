@@ -11,8 +11,9 @@ import type { EventStore, Position, RecordedEvent } from "../eventstore/port.js"
 import { type CheckOptions, type CheckProgress, checkLog, type LogCheck } from "./check.js";
 import { Checkpoints, type SignedCheckpoint } from "./checkpoints.js";
 import { entryOf } from "./entries.js";
-import { LogHasher } from "./hasher.js";
+import { inProcessHasher, type TreeHasher } from "./hasher.js";
 import { inThreadHashers } from "./leaf-hashes.js";
+import { ThreadHasher } from "./threaded-hasher.js";
 import { TILE_WIDTH, TileReader } from "./tiles.js";
 
 interface PositionsRow {
@@ -47,33 +48,37 @@ export type LogHealth =
 export class TransparencyLog {
   readonly checkpoints: Checkpoints;
   private readonly tiles: TileReader;
-  private readonly hasher: LogHasher;
+  private readonly hasher: TreeHasher;
   private health: LogHealth = { state: "checking", progress: null };
   private checking: Promise<void> | null = null;
 
+  /**
+   * With `hasherThread` (the URL of the PostgreSQL database the events are in), the hasher runs on
+   * a thread of its own, off the request thread; else in this one (the embedded database, whose
+   * PGlite is a thread of this process already, and KurrentDB).
+   */
   constructor(
     private readonly store: EventStore,
     private readonly db: Knex,
     origin: string,
     seed: Uint8Array,
     private readonly onError: (error: unknown) => void,
+    { hasherThread }: { hasherThread?: string | null } = {},
   ) {
     this.checkpoints = new Checkpoints(db, origin, seed);
     this.tiles = new TileReader(db);
-    this.hasher = new LogHasher(
-      store,
-      db,
-      this.tiles,
-      this.checkpoints,
-      {
-        maySign: () => this.health.state === "ok",
-      },
-      onError,
-    );
+    this.hasher = hasherThread
+      ? new ThreadHasher({ databaseUrl: hasherThread, origin, seed }, onError)
+      : inProcessHasher(store, db, this.tiles, this.checkpoints, onError);
   }
 
   get state(): LogHealth {
     return this.health;
+  }
+
+  /** The thread the hasher runs on, while it runs on one of its own (else null): where the hashing is done. */
+  get hasherThreadId(): number | null {
+    return this.hasher instanceof ThreadHasher ? this.hasher.threadId : null;
   }
 
   /** Starts hashing, and checks the past in the background: signing waits for the check. */
@@ -100,18 +105,26 @@ export class TransparencyLog {
    * (`handoff log check` gives threads of their own).
    */
   async check({ onProgress, hashers, ...runs }: CheckOptions = {}): Promise<LogCheck> {
-    if (this.health.state !== "tampered") this.health = { state: "checking", progress: null };
+    if (this.health.state !== "tampered") this.setHealth({ state: "checking", progress: null });
     const result = await checkLog(hashers ?? inThreadHashers(this.store), this.db, this.checkpoints, {
       ...runs,
       onProgress: (progress) => {
-        if (this.health.state === "checking") this.health = { state: "checking", progress };
+        if (this.health.state === "checking") this.setHealth({ state: "checking", progress });
         onProgress?.(progress);
       },
     });
-    this.health = result.ok
-      ? { state: "ok" }
-      : { state: "tampered", leafIndex: result.leafIndex, problem: result.problem };
+    this.setHealth(
+      result.ok
+        ? { state: "ok" }
+        : { state: "tampered", leafIndex: result.leafIndex, problem: result.problem },
+    );
     return result;
+  }
+
+  /** The hasher signs only while the log is known untampered: not during a check, never after tampering. */
+  private setHealth(health: LogHealth): void {
+    this.health = health;
+    this.hasher.gateSigning(health.state === "ok");
   }
 
   newestCheckpoint(): Promise<SignedCheckpoint | null> {

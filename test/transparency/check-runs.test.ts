@@ -1,6 +1,5 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { METADATA_VERSION } from "../../domain/recorded-event.js";
 import { PostgresEventStore } from "../../src/eventstore/postgres.js";
 import { type LeafHashers, threadHashers } from "../../src/transparency/leaf-hashes.js";
 import { TransparencyLog } from "../../src/transparency/log.js";
@@ -13,6 +12,7 @@ import {
   type TestDatabase,
   titled,
 } from "../support/databases.js";
+import { noteEvent } from "../support/note-events.js";
 
 /** More than four runs of one leaf tile each, the last one short. */
 const EVENTS = 4 * TILE_WIDTH + 77;
@@ -26,20 +26,9 @@ async function signedLog(database: TestDatabase): Promise<TransparencyLog> {
     await store.append(
       `note-${stream}`,
       "no_stream",
-      Array.from({ length: count }, (_, i) => ({
-        eventId: randomUUID(),
-        type: "NoteWritten",
-        data: { text: `note ${stream * 10 + i}`, tags: ["é", "😀"] },
-        metadata: {
-          schemaVersion: METADATA_VERSION,
-          occurredAt: new Date().toISOString(),
-          actorKind: "system",
-          accountId: null,
-          keyId: null,
-          agentId: null,
-          requestId: null,
-        },
-      })),
+      Array.from({ length: count }, (_, i) =>
+        noteEvent({ text: `note ${stream * 10 + i}`, tags: ["é", "😀"] }),
+      ),
     );
   }
   const log = new TransparencyLog(store, database.db, "test.example/handoff", randomBytes(32), (error) => {

@@ -115,13 +115,24 @@ describe.skipIf(!postgresServer)(
         expect(found.status, found.stderr).toBe(5);
         expect(JSON.parse(found.stdout)).toMatchObject({ ok: false, leafIndex: TAMPERED_LEAF });
 
+        // The second server's hasher is the only one left, on a thread of its own (PostgreSQL).
+        await t.service.transparency.stop();
         const second = await openService(loadConfig(env));
         try {
+          expect(second.transparency.hasherThreadId).toBeTypeOf("number");
           await waitUntil(
             () => second.transparency.state.state === "tampered",
             "the start-up check to find it",
           );
           expect(second.transparency.state).toMatchObject({ leafIndex: TAMPERED_LEAF });
+
+          // It hashes what is appended after, and signs none of it.
+          const signed = (await second.transparency.newestCheckpoint())?.size;
+          await t.newAccount();
+          const head = await second.store.headPosition();
+          expect(await second.transparency.waitForLeaf(head ?? "", 5000)).not.toBeNull();
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          expect((await second.transparency.newestCheckpoint())?.size).toBe(signed);
         } finally {
           await second.close();
         }
