@@ -246,7 +246,9 @@ export function blobStoreContract(
 
     it("takes exactly maxBytes, and rejects one byte more with BlobTooLargeError leaving no blob", async () => {
       const exact = key("max-exact");
-      expect(await store.put(exact, chunked(randomBytes(1000)), { maxBytes: 1000 })).toMatchObject({ size: 1000 });
+      expect(await store.put(exact, chunked(randomBytes(1000)), { maxBytes: 1000 })).toMatchObject({
+        size: 1000,
+      });
       const over = key("max-over");
       const put = store.put(over, chunked(randomBytes(1001)), { maxBytes: 1000 });
       await expect(put).rejects.toBeInstanceOf(BlobTooLargeError);
