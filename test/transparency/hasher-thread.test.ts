@@ -27,7 +27,7 @@ afterEach(() => {
 describe.skipIf(!postgresServer)(
   titled("the log's hasher on a thread of its own on PostgreSQL", postgresServer ? "" : postgresSkipReason),
   () => {
-    it("hashes off the service's thread, signs an append within 1.5 s, and leaves no thread once closed", async () => {
+    it("hashes off the service's thread, signs every append, and leaves no thread once closed", async () => {
       const hashedHere = watchHashingHere();
       const t = await startTestApp({ database: "postgres" });
       try {
@@ -40,18 +40,15 @@ describe.skipIf(!postgresServer)(
           async () => t.service.transparency.state.state === "ok",
           "the start-up check to pass",
         );
-        // Once the check passed, a checkpoint covers each append within 1.5 s (the hasher reads every
-        // 200 ms and signs at most every 500).
+        // Once the check passed, a checkpoint covers each append. How soon (decisions 9.2: within
+        // 1 s, p99 ≤ 1.5 s under load) is the small benchmark's figure, not a timed test's.
         for (let append = 0; append < 3; append++) {
           await t.newAccount();
-          const appended = Date.now();
           const events = await eventCount(t.service.db);
           await waitUntil(
             async () => ((await t.service.transparency.newestCheckpoint())?.size ?? 0) >= events,
             "a checkpoint of the append",
-            1500,
           );
-          expect(Date.now() - appended).toBeLessThan(1500);
         }
         expect(hashedHere).not.toHaveBeenCalled();
       } finally {
