@@ -38,7 +38,12 @@ const event = (
 });
 
 /** One transfer's life on the account: created, counted, downloaded once, downloaded out. */
-function transferLife(accountId: string, sender: string, recipient: string, at: string): StreamAppend[] {
+export function transferLife(
+  accountId: string,
+  sender: string,
+  recipient: string,
+  at: string,
+): StreamAppend[] {
   const transferId = `tr_${randomBytes(18).toString("base64url").replace(/[-_]/g, "").slice(0, 24).padEnd(24, "x")}`;
   const files = [
     { fileId: randomUUID(), name: "bench.txt", size: 1024, type: "text/plain", encryptionIv: null },

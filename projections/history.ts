@@ -3,7 +3,7 @@ import type { ErasureEvent } from "../domain/erasure.js";
 import { ERASED, personalFields, publicJson } from "../domain/personal-data.js";
 import type { ActorKind, RecordedEvent } from "../domain/recorded-event.js";
 import { categoryOf, idOf, streams } from "../domain/streams.js";
-import type { Projection } from "./projection.js";
+import type { BatchRows, Projection } from "./projection.js";
 import type { Inserted } from "./rows.js";
 import { runTogether, type Statement } from "./statements.js";
 
@@ -48,7 +48,8 @@ export const historyProjection: Projection = {
   tables: ["history_entries", "history_index", "history_streams"],
   insertOnly: ["history_index"],
   apply: (trx, event) => applyHistory(trx, [event]),
-  applyBatch: applyHistory,
+  rowsOfBatch: (db, events, earlier) => historyRows(db, events, earlier as HistoryBatch | null),
+  applyBatch: (trx, events, made) => applyHistory(trx, events, made as HistoryBatch | undefined),
 };
 
 type Subjects = string[];
@@ -119,15 +120,45 @@ interface Pending {
 
 const nothingPending = (): Pending => ({ entries: [], subjects: [], streams: [] });
 
+/**
+ * A batch made ready to write: its rows in runs, each run's inserts followed by the erasure (if
+ * any) that must see them; and the subjects of the streams that begin in it, for the batch after
+ * it, whose rows may be made before these are committed.
+ */
+interface HistoryBatch extends BatchRows {
+  runs: { inserts: Statement[]; erasure: RecordedEvent | null }[];
+  begun: Map<string, Subjects>;
+}
+
 const CHUNK = 1000;
 
-async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void> {
-  const known = await knownStreams(trx, events);
+async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[], made?: HistoryBatch) {
+  const batch = made?.events === events ? made : await historyRows(trx, events, null);
+  for (const { inserts, erasure } of batch.runs) {
+    await runTogether(trx, inserts);
+    if (erasure) await redact(trx, erasure);
+  }
+}
+
+/**
+ * Makes a batch's rows. `db` must show the rows of every batch before `earlier` (the batch just
+ * before this one, whose rows may still be on their way): the subjects of a stream that began
+ * there come from it.
+ */
+async function historyRows(
+  db: Knex | Knex.Transaction,
+  events: RecordedEvent[],
+  earlier: HistoryBatch | null,
+): Promise<HistoryBatch> {
+  const known = await knownStreams(db, events, earlier?.begun ?? new Map());
+  const runs: HistoryBatch["runs"] = [];
+  const begun = new Map<string, Subjects>();
   let pending = nothingPending();
   for (const event of events) {
     const first = streamSubjects(event);
     if (first && !known.has(event.streamId)) {
       known.set(event.streamId, first);
+      begun.set(event.streamId, first);
       pending.streams.push({ stream_id: event.streamId, subjects: first });
     }
     const subjects = [...new Set([...(known.get(event.streamId) ?? []), ...ownSubjects(event)])];
@@ -143,32 +174,44 @@ async function applyHistory(trx: Knex.Transaction, events: RecordedEvent[]): Pro
           agent_id: event.metadata.agentId,
           key_id: event.metadata.keyId,
         },
-        // Its secrets are left out as the entries are written (flush).
+        // Its secrets are left out as the entries are written (insertsOf).
         data: event.data,
       });
       pending.subjects.push(subjects);
     }
     if (event.type === "PersonErased" || event.type === "AccountErased") {
-      await flush(trx, pending);
+      runs.push({ inserts: insertsOf(pending), erasure: event });
       pending = nothingPending();
-      await redact(trx, event);
     }
   }
-  await flush(trx, pending);
+  runs.push({ inserts: insertsOf(pending), erasure: null });
+  return { events, runs, begun };
 }
 
 /**
- * Subjects remembered for the streams of this batch whose first event came in an earlier one. A
- * stream that begins in the batch has nothing remembered yet: most of a rebuild's streams begin
- * and end within one batch, and are not looked for.
+ * Subjects remembered for the streams of this batch whose first event came in an earlier one: from
+ * `begunBefore` for those that began in the batch just before, else looked up. A stream that begins
+ * in the batch has nothing remembered yet: most of a rebuild's streams begin and end within one
+ * batch, and are not looked for.
  */
-async function knownStreams(trx: Knex.Transaction, events: RecordedEvent[]): Promise<Map<string, Subjects>> {
+async function knownStreams(
+  db: Knex | Knex.Transaction,
+  events: RecordedEvent[],
+  begunBefore: Map<string, Subjects>,
+): Promise<Map<string, Subjects>> {
   const begun = new Set(events.filter((e) => e.revision === 0).map((e) => e.streamId));
-  const later = [...new Set(events.filter((e) => !begun.has(e.streamId)).map((e) => e.streamId))];
   const known = new Map<string, Subjects>();
-  for (let i = 0; i < later.length; i += CHUNK) {
-    const rows = await trx("history_streams")
-      .whereIn("stream_id", later.slice(i, i + CHUNK))
+  const later = new Set<string>();
+  for (const { streamId } of events) {
+    if (begun.has(streamId) || known.has(streamId)) continue;
+    const subjects = begunBefore.get(streamId);
+    if (subjects) known.set(streamId, subjects);
+    else later.add(streamId);
+  }
+  const unknown = [...later];
+  for (let i = 0; i < unknown.length; i += CHUNK) {
+    const rows = await db("history_streams")
+      .whereIn("stream_id", unknown.slice(i, i + CHUNK))
       .select<HistoryStreamRow[]>("stream_id", "subjects");
     for (const row of rows) known.set(row.stream_id, row.subjects);
   }
@@ -176,11 +219,11 @@ async function knownStreams(trx: Knex.Transaction, events: RecordedEvent[]): Pro
 }
 
 /**
- * Inserts the pending rows, all three tables in one statement, each column as one array parameter
- * (`unnest`): one short statement however many rows, where a multi-row VALUES list would carry a
- * parameter per field and cost more to parse and bind than to insert.
+ * The inserts of pending rows, all three tables in one statement (runTogether), each column as one
+ * array parameter (`unnest`): one short statement however many rows, where a multi-row VALUES list
+ * would carry a parameter per field and cost more to parse and bind than to insert.
  */
-async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
+function insertsOf(pending: Pending): Statement[] {
   const column = <T, K extends keyof T>(rows: T[], key: K): T[K][] => rows.map((row) => row[key]);
   const inserts: Statement[] = [];
   if (pending.streams.length > 0) {
@@ -214,7 +257,7 @@ async function flush(trx: Knex.Transaction, pending: Pending): Promise<void> {
       bindings: [positions, pending.subjects.map((subjects) => subjects.join(" "))],
     });
   }
-  await runTogether(trx, inserts);
+  return inserts;
 }
 
 /**

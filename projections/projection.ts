@@ -24,8 +24,28 @@ export interface Projection {
    * otherwise cost every one of them an asynchronous call that does nothing.
    */
   sees?(event: RecordedEvent): boolean;
-  /** When present, the engine hands over a batch's events at once (in log order) instead. */
-  applyBatch?(trx: Knex.Transaction, events: RecordedEvent[]): Promise<void>;
+  /**
+   * When present, the engine hands over a batch's events at once (in log order) instead, with what
+   * rowsOfBatch made of exactly those events when it was asked first.
+   */
+  applyBatch?(trx: Knex.Transaction, events: RecordedEvent[], rows?: BatchRows): Promise<void>;
+  /**
+   * With applyBatch: the part of a batch's work that writes nothing (its rows made in memory, what
+   * they need looked up), so that a replay makes the next batch's rows while the database writes
+   * this one's (replayLog). `db` shows the rows of every batch before `earlier`, what was made
+   * of the batch just before this one, whose rows may not be written yet.
+   */
+  rowsOfBatch?(
+    db: Knex | Knex.Transaction,
+    events: RecordedEvent[],
+    earlier: BatchRows | null,
+  ): Promise<BatchRows>;
+}
+
+/** What a projection's rowsOfBatch made of a batch of events, for its applyBatch. */
+export interface BatchRows {
+  /** The events it was made of. */
+  readonly events: RecordedEvent[];
 }
 
 /** Whether `projection` acts on `event` (Projection.sees). */

@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import { type Projection, sees } from "../../projections/projection.js";
+import { type BatchRows, type Projection, sees } from "../../projections/projection.js";
 import type { EventStore, Position, RecordedEvent, Subscription } from "../eventstore/port.js";
 import { isAfter } from "../eventstore/port.js";
 import type { ReadModelFollower } from "./hot-rows.js";
@@ -233,11 +233,12 @@ export interface ReplayLogOptions {
 
 /**
  * Applies the log after `checkpoints` to `projections`, REBUILD_BATCH events a transaction, until a
- * read comes back short of a whole batch; returns the new checkpoints. The next batch is read while
- * one is applied, so at most two batches are in memory whatever the log's size, and a rebuild costs
- * the slower of reading and writing rather than both. Each batch is applied in lanes at once
- * (lanesOf), each lane a transaction on a connection of its own; on a transaction `db` (the
- * switch of a rebuild beside), in one.
+ * read comes back short of a whole batch; returns the new checkpoints. The next batch is read, and
+ * its rows made (Projection.rowsOfBatch), while one is applied, so at most two batches are in
+ * memory whatever the log's size, and a rebuild costs the slower of reading, making rows and
+ * writing rather than all three. Each batch is applied in lanes at once (lanesOf), each lane a
+ * transaction on a connection of its own; on a transaction `db` (the switch of a rebuild beside),
+ * in one, and nothing is prepared ahead.
  */
 export async function replayLog(
   db: Knex | Knex.Transaction,
@@ -247,18 +248,55 @@ export async function replayLog(
   options: ReplayLogOptions = {},
 ): Promise<Checkpoints> {
   const lanes = db.isTransaction ? [projections] : lanesOf(projections);
+  const making = db.isTransaction ? [] : projections.filter((p) => p.rowsOfBatch);
+  const rowsAhead = (batch: RecordedEvent[], earlier: RowsByProjection) =>
+    batch.length === 0 || making.length === 0
+      ? Promise.resolve(new Map() as RowsByProjection)
+      : rowsOfBatches(db as Knex, making, batch, earlier, options.prepare);
   let batch = await store.readAll(oldest(checkpoints, projections), REBUILD_BATCH);
+  let rows = await rowsAhead(batch, new Map());
   for (let batches = 1; batch.length > 0; batches++) {
     const last = batch.at(-1)?.position ?? null;
     const more = batch.length === REBUILD_BATCH && batches !== options.batches;
-    const next = more ? store.readAll(last, REBUILD_BATCH) : Promise.resolve([]);
+    const applying = applyInLanes(db, lanes, checkpoints, batch, options.prepare, rows);
+    const earlier = rows;
+    const next = (more ? store.readAll(last, REBUILD_BATCH) : Promise.resolve([])).then(async (events) => ({
+      events,
+      rows: await rowsAhead(events, earlier),
+    }));
     // A failed apply must not leave the read ahead's rejection unheard.
     next.catch(() => {});
-    checkpoints = await applyInLanes(db, lanes, checkpoints, batch, options.prepare);
+    checkpoints = await applying;
     options.onBatch?.(batch.length);
-    batch = await next;
+    ({ events: batch, rows } = await next);
   }
   return checkpoints;
+}
+
+/** What each projection's rowsOfBatch made of a batch, by name. */
+type RowsByProjection = Map<string, BatchRows>;
+
+/**
+ * Each of `projections`' rowsOfBatch of `batch`, its look-ups in one transaction readied as the
+ * batches' are (a rebuild's reads its own schema). Run while the batch before is being written:
+ * the database shows every batch before that one, and `earlier` holds what was made of it.
+ */
+async function rowsOfBatches(
+  db: Knex,
+  projections: Projection[],
+  batch: RecordedEvent[],
+  earlier: RowsByProjection,
+  prepare?: PrepareBatch,
+): Promise<RowsByProjection> {
+  return db.transaction(async (trx) => {
+    await prepare?.(trx);
+    const made = await Promise.all(
+      projections.map(
+        (p) => p.rowsOfBatch?.(trx, batch, earlier.get(p.name) ?? null) ?? Promise.resolve(null),
+      ),
+    );
+    return new Map(projections.flatMap((p, i) => (made[i] ? [[p.name, made[i]] as const] : [])));
+  });
 }
 
 /**
@@ -284,9 +322,10 @@ async function applyInLanes(
   expected: Checkpoints,
   batch: RecordedEvent[],
   prepare?: PrepareBatch,
+  rows?: RowsByProjection,
 ): Promise<Checkpoints> {
   const results = await Promise.allSettled(
-    lanes.map((lane) => applyBatch(db, lane, expected, batch, prepare)),
+    lanes.map((lane) => applyBatch(db, lane, expected, batch, prepare, rows)),
   );
   const moved = new Map(expected);
   for (const [i, result] of results.entries()) {
@@ -307,6 +346,7 @@ async function applyBatch(
   expected: Checkpoints,
   batch: RecordedEvent[],
   prepare?: PrepareBatch,
+  rows?: RowsByProjection,
 ): Promise<Checkpoints> {
   const [first] = batch;
   const last = batch.at(-1);
@@ -330,7 +370,7 @@ async function applyBatch(
       const unseen = isAfter(first.position, from)
         ? batch
         : batch.filter((event) => isAfter(event.position, from));
-      if (projection.applyBatch) await projection.applyBatch(trx, unseen);
+      if (projection.applyBatch) await projection.applyBatch(trx, unseen, rows?.get(projection.name));
       else for (const event of unseen) if (sees(projection, event)) await projection.apply(trx, event);
       moved.set(projection.name, last.position);
     }

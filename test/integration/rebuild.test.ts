@@ -1,5 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { transferLife } from "../../bench/seed-events.js";
 import { projections } from "../../projections/index.js";
+import type { StreamAppend } from "../../src/eventstore/port.js";
 import { ADMIN_TOKEN, randomPublicKey, startTestApp, type TestApp } from "../support/app.js";
 import { postgresServer, postgresSkipReason, titled } from "../support/databases.js";
 import { dumpReadModels } from "../support/read-models.js";
@@ -51,6 +54,45 @@ function rebuildSuite(database: "pglite" | "postgres") {
       expect(Math.max(...progress)).toBeGreaterThan(0);
       expect(await dumpReadModels(t.service.db)).toEqual(before);
     });
+
+    // A rebuild makes a batch's history rows while the batch before is still being written
+    // (replayLog): a transfer whose stream began one batch (5,000 events) or more earlier must still
+    // get its subjects, from that batch's rows or from the table.
+    it("gives identical history when transfers' streams run on across the rebuild's batches", async () => {
+      // A service of its own: the test before leaves its engine stopped.
+      const t = await startTestApp({ database });
+      onTestFinished(() => t.close());
+      const parties = [randomUUID(), randomUUID(), randomUUID()] as const;
+      const lives = Array.from({ length: 5_500 }, (_, i) =>
+        transferLife(...parties, new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString()),
+      );
+      const inChunks = async (appends: (life: StreamAppend[]) => StreamAppend) => {
+        for (let i = 0; i < lives.length; i += 500) {
+          await t.service.store.appendMany(lives.slice(i, i + 500).map(appends));
+        }
+      };
+      // Every transfer is created first (events 1–5,500), then each goes on (two events each):
+      // the first 2,250 in the batch after the one they began in, the rest two or more after.
+      await inChunks(([transfer]) => ({
+        ...(transfer as StreamAppend),
+        events: transfer?.events.slice(0, 1) ?? [],
+      }));
+      await inChunks(([transfer]) => ({
+        ...(transfer as StreamAppend),
+        expected: 0,
+        events: transfer?.events.slice(1) ?? [],
+      }));
+      await t.service.engine.caughtUp(60_000);
+      const before = await dumpReadModels(t.service.db);
+      const first = lives[0]?.[0]?.streamId.replace("transfer-", "transfer:");
+      expect(
+        before.history_index?.filter((row) => (row as { subject: string }).subject === first),
+      ).toHaveLength(3);
+
+      await t.service.engine.stop();
+      await t.service.engine.rebuild("history", () => {});
+      expect(await dumpReadModels(t.service.db)).toEqual(before);
+    }, 120_000);
   };
 }
 
