@@ -10,6 +10,7 @@ import {
   type EventStore,
   type EventToAppend,
   type ExpectedVersion,
+  isAfter,
   type LogPage,
   NO_STREAM,
   type Position,
@@ -109,6 +110,13 @@ export class PostgresEventStore implements EventStore {
   private readonly listener: AppendListener | null;
   private readonly soleWriter: boolean;
   private readonly appends: GroupCommit;
+  /**
+   * The newest position known committed: the head as last read, or this process's own appends
+   * since. A sole writer reads the head once; every append after that is its own, so this is the
+   * head, and read-your-writes (ProjectionEngine.caughtUp) asks no query for it.
+   */
+  private newestKnown: Position | null = null;
+  private headRead = false;
 
   constructor(
     private readonly db: Knex,
@@ -205,13 +213,22 @@ export class PostgresEventStore implements EventStore {
   }
 
   async committedPosition(): Promise<Position | null> {
+    if (this.soleWriter && this.headRead) return this.newestKnown;
     const rows = await this.db.raw<{ rows: { transaction_text: string; global_position: string }[] }>(
       `select transaction_id::text as transaction_text, global_position from events
         order by transaction_id desc, global_position desc
         limit 1`,
     );
     const row = rows.rows[0];
-    return row ? encodePosition(row.transaction_text, row.global_position) : null;
+    const head = row ? encodePosition(row.transaction_text, row.global_position) : null;
+    this.committed(head);
+    this.headRead = true;
+    return head;
+  }
+
+  /** The log is known committed up to `position`. */
+  private committed(position: Position | null | undefined): void {
+    if (position && isAfter(position, this.newestKnown)) this.newestKnown = position;
   }
 
   subscribe(options: SubscribeOptions): Subscription {
@@ -241,13 +258,18 @@ export class PostgresEventStore implements EventStore {
     try {
       // Delivered when the statement commits, to every process that listens.
       const results = await this.appends.append(appends);
-      this.signal.notify(newestPosition(results));
+      const newest = newestPosition(results);
+      this.committed(newest);
+      this.signal.notify(newest);
       countAppended(appends);
       return results;
     } catch (error) {
       // A retried append whose events are already stored is not an error: each event id is stored once.
       const stored = await this.alreadyStored(appends);
-      if (stored) return stored;
+      if (stored) {
+        this.committed(newestPosition(stored));
+        return stored;
+      }
       throw error;
     }
   }
