@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { batchedPerDatabase } from "../db/batched.js";
 
 export interface Snapshot<State> {
   revision: number;
@@ -35,6 +36,22 @@ interface Remembered {
   /** The revision this process's own appends took the stream to, as far as it knows. */
   appended: number | null;
 }
+
+interface StoredSnapshot {
+  stream_id: string;
+  kind: string;
+  revision: number | string;
+  state: unknown;
+}
+
+/** Streams' stored snapshots, in one statement for the loads of many commands at once. */
+const storedSnapshots = batchedPerDatabase(async (db, streamIds: string[]) => {
+  const rows = await db("aggregate_snapshots")
+    .whereIn("stream_id", [...new Set(streamIds)])
+    .select<StoredSnapshot[]>("stream_id", "kind", "revision", "state");
+  const byStream = new Map(rows.map((row) => [row.stream_id, row]));
+  return streamIds.map((streamId) => byStream.get(streamId));
+});
 
 /**
  * Folded states of streams, as caches of the log, in two layers:
@@ -82,11 +99,9 @@ export class SnapshotStore {
   async read<State>(streamId: string, kind: string): Promise<Snapshot<State> | null> {
     const remembered = this.latest.get(streamId);
     if (remembered?.kind === kind && remembered.snapshot) return remembered.snapshot as Snapshot<State>;
-    const row = await this.db("aggregate_snapshots")
-      .where({ stream_id: streamId, kind })
-      .first<{ revision: number | string; state: State } | undefined>();
-    if (!row) return null;
-    const snapshot = { revision: Number(row.revision), state: row.state };
+    const row = await storedSnapshots(this.db).call(streamId);
+    if (row?.kind !== kind) return null;
+    const snapshot = { revision: Number(row.revision), state: row.state as State };
     this.remember(streamId, {
       kind,
       snapshot,

@@ -17,13 +17,24 @@ export type DatabaseTarget =
 /** The PGlite thread under each embedded knex instance, to wait for it before the first query. */
 const embedded = new WeakMap<Knex, PGliteThread>();
 
+/** Connections a PostgreSQL server's pool holds: as many statements as run at once. */
+const POOL_SIZE = 10;
+
+/**
+ * How many statements the database runs at once: the pool's connections on PostgreSQL, one on the
+ * embedded database (PGlite runs one statement at a time).
+ */
+export function statementsAtOnce(db: Knex): number {
+  return embedded.has(db) ? 1 : POOL_SIZE;
+}
+
 /** A knex instance on real PostgreSQL or on embedded PGlite (in memory when `directory` is null). */
 export function openDatabase(target: DatabaseTarget): Knex {
   if (target.kind === "postgres") {
     return knex({
       client: "pg",
       connection: target.url,
-      pool: { min: 0, max: 10 },
+      pool: { min: 0, max: POOL_SIZE },
       ...(target.schema ? { searchPath: [target.schema] } : {}),
     });
   }

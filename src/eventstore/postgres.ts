@@ -1,4 +1,6 @@
 import type { Knex } from "knex";
+import { Batched } from "../db/batched.js";
+import { statementsAtOnce } from "../db/database.js";
 import { countAppended } from "../observability/metrics.js";
 import { AppendSignal, DEFAULT_IDLE_POLL_MS, pollingSubscription } from "./catch-up.js";
 import { GroupCommit } from "./group-commit.js";
@@ -110,6 +112,8 @@ export class PostgresEventStore implements EventStore {
   private readonly listener: AppendListener | null;
   private readonly soleWriter: boolean;
   private readonly appends: GroupCommit;
+  /** Stream reads, batched: a busy service's commands read many streams at once. */
+  private readonly reads: Batched<StreamRead, RecordedEvent[]>;
   /**
    * The newest position known committed: the head as last read, or this process's own appends
    * since. A sole writer reads the head once; every append after that is its own, so this is the
@@ -126,6 +130,7 @@ export class PostgresEventStore implements EventStore {
     this.listener = options.listenUrl ? new AppendListener(options.listenUrl, this.signal) : null;
     this.soleWriter = options.soleWriter ?? false;
     this.appends = new GroupCommit((appends) => appendWith(this.db, appends, this.listener));
+    this.reads = new Batched((reads) => readStreamsWith(this.db, reads), statementsAtOnce(db));
   }
 
   /** Starts listening for other processes' appends (PostgreSQL only). */
@@ -146,31 +151,14 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readStream(streamId: string, fromRevision = 0): Promise<RecordedEvent[]> {
-    const rows = await this.db.raw<{ rows: EventRow[] }>(
-      `select ${EVENT_COLUMNS} from events where stream_id = ? and revision >= ? order by revision`,
-      [streamId, fromRevision],
-    );
-    return rows.rows.map(toRecorded);
+    return this.reads.call({ streamId, fromRevision });
   }
 
-  /** One statement for all of them: each is a round trip, and a create reads two streams in its turn. */
   async readStreams(reads: StreamRead[]): Promise<RecordedEvent[][]> {
-    if (reads.length === 0) return [];
     if (new Set(reads.map((read) => read.streamId)).size !== reads.length) {
       throw new Error("readStreams reads each stream once");
     }
-    const rows = await this.db.raw<{ rows: EventRow[] }>(
-      `select ${EVENT_COLUMNS} from events
-        where ${reads.map(() => "(stream_id = ? and revision >= ?)").join(" or ")}
-        order by stream_id, revision`,
-      reads.flatMap((read) => [read.streamId, read.fromRevision]),
-    );
-    const byStream = new Map<string, RecordedEvent[]>(reads.map((read) => [read.streamId, []]));
-    for (const row of rows.rows) {
-      const recorded = toRecorded(row);
-      byStream.get(recorded.streamId)?.push(recorded);
-    }
-    return reads.map((read) => byStream.get(read.streamId) ?? []);
+    return Promise.all(reads.map((read) => this.reads.call(read)));
   }
 
   async readAll(from: Position | null, limit: number): Promise<RecordedEvent[]> {
@@ -316,6 +304,33 @@ const WRONG_EXPECTED_VERSION = "HV409";
  * then re-check, so a create-only append to a stream another writer just created is rejected,
  * never merged. On a transaction (`db` may be one) the append commits with it.
  */
+/**
+ * Streams' events in one statement, each read as asked (from its revision on); a stream asked for
+ * twice in a batch is read once, from the earlier revision.
+ */
+async function readStreamsWith(db: Knex, reads: StreamRead[]): Promise<RecordedEvent[][]> {
+  const from = new Map<string, number>();
+  for (const { streamId, fromRevision } of reads) {
+    from.set(streamId, Math.min(fromRevision, from.get(streamId) ?? fromRevision));
+  }
+  const rows = await db.raw<{ rows: EventRow[] }>(
+    `select ${EVENT_COLUMNS} from events
+      where ${[...from.keys()].map(() => "(stream_id = ? and revision >= ?)").join(" or ")}
+      order by stream_id, revision`,
+    [...from].flat(),
+  );
+  const byStream = new Map<string, RecordedEvent[]>();
+  for (const row of rows.rows) {
+    const recorded = toRecorded(row);
+    const events = byStream.get(recorded.streamId) ?? [];
+    events.push(recorded);
+    byStream.set(recorded.streamId, events);
+  }
+  return reads.map(({ streamId, fromRevision }) =>
+    (byStream.get(streamId) ?? []).filter((event) => event.revision >= fromRevision),
+  );
+}
+
 export async function appendWith(
   db: Knex | Knex.Transaction,
   appends: StreamAppend[],

@@ -1,6 +1,8 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { ERASED } from "../../domain/personal-data.js";
+import { Batched } from "../db/batched.js";
+import { statementsAtOnce } from "../db/database.js";
 import { seal, unseal } from "../security/secrets.js";
 
 /** A sealed value in an event: `pii:v1:<person id>:<base64url of nonce ‖ ciphertext ‖ tag>`. */
@@ -29,8 +31,16 @@ export function normalEmail(email: string): string {
  * from the server key, so the table holds no address in clear and a stolen copy of it cannot be
  * searched for an address without the server key. The row goes at erasure, lookup included.
  */
+/** A person's data key about to be stored, sealed under the server key. */
+interface NewKey {
+  personId: string;
+  lookup: string;
+  sealedKey: string;
+}
+
 export class PersonalData {
   private readonly lookupKey: Buffer;
+  private readonly keyInserts: Batched<NewKey, undefined>;
 
   constructor(
     private readonly db: Knex,
@@ -44,6 +54,7 @@ export class PersonalData {
     private readonly options: { keysFlushWithLog: boolean },
   ) {
     this.lookupKey = Buffer.from(hkdfSync("sha256", serverKey, Buffer.alloc(0), LOOKUP_PURPOSE, 32));
+    this.keyInserts = new Batched((keys) => this.insertKeys(keys), statementsAtOnce(db));
   }
 
   lookupOf(email: string): string {
@@ -120,6 +131,11 @@ export class PersonalData {
 
   /** Stores a data key, sealed under the server key; an address already taken keeps its person. */
   private async insertKey(personId: string, lookup: string, key: Buffer): Promise<void> {
+    await this.keyInserts.call({ personId, lookup, sealedKey: seal(this.serverKey, KEY_PURPOSE, key) });
+  }
+
+  /** New keys in one statement: people met by many requests at once (request links' senders). */
+  private async insertKeys(keys: NewKey[]): Promise<undefined[]> {
     // In one statement, so that the setting (local to its transaction) holds at its commit.
     const unflushed = this.options.keysFlushWithLog
       ? "(select set_config('synchronous_commit', 'off', true))"
@@ -127,9 +143,12 @@ export class PersonalData {
     await this.db.raw(
       `with commit_as as ${unflushed}
        insert into personal_data_keys (person_id, lookup, sealed_key, created_at)
-         select ?, ?, ?, now() from commit_as on conflict (lookup) do nothing`,
-      [personId, lookup, seal(this.serverKey, KEY_PURPOSE, key)],
+         select k.person_id, k.lookup, k.sealed_key, now()
+           from commit_as, unnest(?::uuid[], ?::text[], ?::text[]) as k(person_id, lookup, sealed_key)
+         on conflict (lookup) do nothing`,
+      [keys.map((k) => k.personId), keys.map((k) => k.lookup), keys.map((k) => k.sealedKey)],
     );
+    return keys.map(() => undefined);
   }
 
   private async findByLookup(lookup: string): Promise<string | null> {

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import type { RequestLinkRow } from "../../projections/request-links.js";
+import { batchedPerDatabase } from "../db/batched.js";
 import { isUuid } from "./agents.js";
 
 export type { RequestLinkRow };
@@ -50,9 +51,16 @@ export function listRequestLinks(db: Knex, accountId: string): Promise<RequestLi
 }
 
 /** The link whose token has this SHA-256 digest (the token itself is never stored). */
-export async function findRequestLinkByTokenHash(
+export function findRequestLinkByTokenHash(
   db: Knex,
   tokenHash: string,
 ): Promise<RequestLinkWithAgent | undefined> {
-  return withAgent(db).where({ "r.token_hash": tokenHash }).first();
+  return linksByTokenHash(db).call(tokenHash);
 }
+
+/** Every request through a link starts here: many senders at once cost one statement. */
+const linksByTokenHash = batchedPerDatabase(async (db, tokenHashes: string[]) => {
+  const rows = await withAgent(db).whereIn("r.token_hash", [...new Set(tokenHashes)]);
+  const byHash = new Map(rows.map((row) => [row.token_hash, row]));
+  return tokenHashes.map((tokenHash) => byHash.get(tokenHash));
+});

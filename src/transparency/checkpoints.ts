@@ -9,12 +9,22 @@ import {
   type VerifierKey,
 } from "@handoff/sdk/transparency";
 import type { Knex } from "knex";
+import { batchedPerDatabase } from "../db/batched.js";
 
 /** A signed checkpoint as kept: its size and the note's text, byte for byte as first served. */
 export interface SignedCheckpoint {
   size: number;
   note: string;
 }
+
+/** The newest checkpoint, read once for all who ask at the same time (every key proof asks). */
+const newestCheckpoint = batchedPerDatabase(async (db, asks: null[]) => {
+  const row = await db("log_checkpoints")
+    .orderBy("tree_size", "desc")
+    .first<{ tree_size: string | number; note: string } | undefined>("tree_size", "note");
+  const newest = row ? { size: Number(row.tree_size), note: row.note } : null;
+  return asks.map(() => newest);
+});
 
 /**
  * The log's key and its signed checkpoints (decisions 9.2). Each note is signed once and kept; the
@@ -43,11 +53,8 @@ export class Checkpoints {
     await trx("log_checkpoints").insert({ tree_size: size, note }).onConflict("tree_size").ignore();
   }
 
-  async newest(): Promise<SignedCheckpoint | null> {
-    const row = await this.db("log_checkpoints")
-      .orderBy("tree_size", "desc")
-      .first<{ tree_size: string | number; note: string } | undefined>("tree_size", "note");
-    return row ? { size: Number(row.tree_size), note: row.note } : null;
+  newest(): Promise<SignedCheckpoint | null> {
+    return newestCheckpoint(this.db).call(null);
   }
 
   async at(size: number): Promise<SignedCheckpoint | null> {

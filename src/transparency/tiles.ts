@@ -1,5 +1,6 @@
 import { HASH_SIZE, type Hash, nodeHash, type SubtreeSource } from "@handoff/sdk/transparency";
 import type { Knex } from "knex";
+import { batchedPerDatabase } from "../db/batched.js";
 
 /**
  * The tree's hashes as tiles (migrations/012_transparency_log.ts): a tile of level L holds up to
@@ -79,6 +80,19 @@ const CACHED_NODES = 65_536;
 const MEMO_FROM_LEVEL = TILE_HEIGHT / 2;
 
 /**
+ * Tiles as stored, in one statement for the proofs of many requests at once: a hundred people
+ * opening request links to one agent ask for the same tiles of the same proof.
+ */
+const storedTiles = batchedPerDatabase(async (db, wanted: { level: number; tile: number }[]) => {
+  const keys = [...new Map(wanted.map(({ level, tile }) => [`${level}/${tile}`, [level, tile]])).values()];
+  const rows = await db("log_tiles")
+    .whereIn(["level", "tile"], keys)
+    .select<{ level: number; tile: number | string; hashes: Uint8Array }[]>("level", "tile", "hashes");
+  const byKey = new Map(rows.map((row) => [`${row.level}/${Number(row.tile)}`, row.hashes]));
+  return wanted.map(({ level, tile }) => byKey.get(`${level}/${tile}`));
+});
+
+/**
  * Reads tiles from the database for proofs. The hashes of complete subtrees never change and a
  * partial tile only grows, so whatever was read stays true: tiles and computed subtree hashes are
  * kept (least recently used go first), and a partial tile is read again only when a larger tree
@@ -94,8 +108,8 @@ export class TileReader {
     const key = `${level}/${tile}`;
     const cached = this.tiles.get(key);
     if (cached && cached.length >= length) return cached;
-    const row = await this.db("log_tiles").where({ level, tile }).first<{ hashes: Uint8Array } | undefined>();
-    const hashes = row ? unpackHashes(row.hashes) : [];
+    const packed = await storedTiles(this.db).call({ level, tile });
+    const hashes = packed ? unpackHashes(packed) : [];
     if (hashes.length < length) {
       throw new Error(
         `tile ${key} holds ${hashes.length} hashes, ${length} needed: the tree is not that large yet`,

@@ -137,6 +137,27 @@ export function eventStoreContract(
       expect(types(fromSecond ?? [])).toEqual(["B1", "B2"]);
     });
 
+    it("answers reads asked for at once as each alone, the same stream from different revisions too", async () => {
+      const busy = stream("at-once");
+      const quiet = stream("at-once-quiet");
+      await store.append(busy, NO_STREAM, [event("A"), event("B"), event("C")]);
+      await store.append(quiet, NO_STREAM, [event("Q")]);
+      const asked = [
+        { streamId: busy, fromRevision: 2 },
+        { streamId: quiet, fromRevision: 0 },
+        { streamId: busy, fromRevision: 0 },
+        { streamId: stream("at-once-missing"), fromRevision: 0 },
+        { streamId: busy, fromRevision: 1 },
+      ];
+      const together = await Promise.all(
+        asked.map((read) => store.readStream(read.streamId, read.fromRevision)),
+      );
+      expect(together.map(types)).toEqual([["C"], ["Q"], ["A", "B", "C"], [], ["B", "C"]]);
+      for (const [i, read] of asked.entries()) {
+        expect(together[i]).toEqual(await store.readStream(read.streamId, read.fromRevision));
+      }
+    });
+
     it("reads a stream in revision order with data and metadata intact, and [] for a missing one", async () => {
       const id = stream("read");
       await store.append(id, NO_STREAM, [event("A", { n: 1, nested: { ok: true } }), event("B", { n: 2 })]);
