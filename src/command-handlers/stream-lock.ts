@@ -17,8 +17,12 @@ export interface StreamSerializer {
 export type Outcome<Result> = { ok: true; value: Result } | { ok: false; error: unknown };
 export type DecideAll<Item, Result> = (items: Item[]) => Promise<Outcome<Result>[]>;
 
-/** The most items one turn takes: one append carries all their events. */
-const MAX_TOGETHER = 64;
+/**
+ * The most items one turn takes: one append carries all their events. A burst of a hundred
+ * creates (a hundred people answering request links at once) fits in one turn; at 64 the rest
+ * waited for a second turn, behind the projections of the first.
+ */
+const MAX_TOGETHER = 128;
 
 interface Queued {
   item: unknown;

@@ -1,7 +1,7 @@
 import { type AppendResult, type StreamAppend, WrongExpectedVersionError } from "./port.js";
 
-/** At most this many requests' appends go into one statement. */
-const MOST_PER_GROUP = 64;
+/** At most this many requests' appends go into one statement: a whole books' turn (stream-lock.ts). */
+const MOST_PER_GROUP = 128;
 
 interface Waiting {
   appends: StreamAppend[];

@@ -115,6 +115,11 @@ export class PostgresEventStore implements EventStore {
   /** Stream reads, batched: a busy service's commands read many streams at once. */
   private readonly reads: Batched<StreamRead, RecordedEvent[]>;
   /**
+   * Reads of the log's pages, batched: an append wakes every subscription (projections, the
+   * hasher, the reactors), and those caught up all ask for the page after the same position.
+   */
+  private readonly pages: Batched<PageRead, LogPage>;
+  /**
    * The newest position known committed: the head as last read, or this process's own appends
    * since. A sole writer reads the head once; every append after that is its own, so this is the
    * head, and read-your-writes (ProjectionEngine.caughtUp) asks no query for it.
@@ -131,6 +136,7 @@ export class PostgresEventStore implements EventStore {
     this.soleWriter = options.soleWriter ?? false;
     this.appends = new GroupCommit((appends) => appendWith(this.db, appends, this.listener));
     this.reads = new Batched((reads) => readStreamsWith(this.db, reads), statementsAtOnce(db));
+    this.pages = new Batched((reads) => readPagesWith(this.db, reads), statementsAtOnce(db));
   }
 
   /** Starts listening for other processes' appends (PostgreSQL only). */
@@ -169,24 +175,8 @@ export class PostgresEventStore implements EventStore {
    * Up to `limit` events after `from`, as readAll; with `types`, the others come back without
    * their data (no JSON to send or parse), only to say how far the read looked.
    */
-  private async readPage(from: Position | null, limit: number, types?: readonly string[]): Promise<LogPage> {
-    const [transactionId, globalPosition] = decodePosition(from);
-    const columns = types ? TYPED_EVENT_COLUMNS : EVENT_COLUMNS;
-    const typeList = types?.join(",");
-    const rows = await this.db.raw<{ rows: EventRow[] }>(
-      `select ${columns} from events
-        where (transaction_id, global_position) > (?::xid8, ?::bigint)
-          and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-        order by transaction_id, global_position
-        limit ?`,
-      [...(typeList === undefined ? [] : [typeList, typeList]), transactionId, globalPosition, limit],
-    );
-    const last = rows.rows.at(-1);
-    return {
-      events: (types ? rows.rows.filter((row) => types.includes(row.type)) : rows.rows).map(toRecorded),
-      scanned: rows.rows.length,
-      last: last ? encodePosition(last.transaction_text, last.global_position) : null,
-    };
+  private readPage(from: Position | null, limit: number, types?: readonly string[]): Promise<LogPage> {
+    return this.pages.call({ from, limit, types });
   }
 
   async headPosition(): Promise<Position | null> {
@@ -298,12 +288,60 @@ function expectedCode(expected: ExpectedVersion): number {
 /** The SQLSTATE `handoff_append` raises when a stream is not at its expected revision. */
 const WRONG_EXPECTED_VERSION = "HV409";
 
+/** A read of the log after `from` (LogPage). */
+interface PageRead {
+  from: Position | null;
+  limit: number;
+  types?: readonly string[] | undefined;
+}
+
 /**
- * Appends to every stream in one statement (one round trip): expected versions are checked on the
- * `event_streams` rows, whose row locks make a concurrent writer wait for the first to commit and
- * then re-check, so a create-only append to a stream another writer just created is rejected,
- * never merged. On a transaction (`db` may be one) the append commits with it.
+ * Pages of the log, one statement for the reads after each position: readers after the same one
+ * share a read of the most any of them asks for, each then given its own limit and types. The
+ * events are shared between them: subscribers read events, never change them.
  */
+async function readPagesWith(db: Knex, reads: PageRead[]): Promise<LogPage[]> {
+  const byFrom = new Map<Position | null, PageRead[]>();
+  for (const read of reads) byFrom.set(read.from, [...(byFrom.get(read.from) ?? []), read]);
+  const rowsAfter = new Map<Position | null, EventRow[]>();
+  for (const [from, readers] of byFrom) {
+    const types = readers.some((reader) => !reader.types)
+      ? undefined
+      : [...new Set(readers.flatMap((reader) => reader.types ?? []))];
+    rowsAfter.set(from, await readRows(db, from, Math.max(...readers.map((reader) => reader.limit)), types));
+  }
+  return reads.map(({ from, limit, types }) => {
+    const rows = (rowsAfter.get(from) ?? []).slice(0, limit);
+    const last = rows.at(-1);
+    return {
+      events: (types ? rows.filter((row) => types.includes(row.type)) : rows).map(toRecorded),
+      scanned: rows.length,
+      last: last ? encodePosition(last.transaction_text, last.global_position) : null,
+    };
+  });
+}
+
+/** Up to `limit` rows after `from`; with `types`, the others without their data and metadata. */
+async function readRows(
+  db: Knex,
+  from: Position | null,
+  limit: number,
+  types: readonly string[] | undefined,
+): Promise<EventRow[]> {
+  const [transactionId, globalPosition] = decodePosition(from);
+  const columns = types ? TYPED_EVENT_COLUMNS : EVENT_COLUMNS;
+  const typeList = types?.join(",");
+  const rows = await db.raw<{ rows: EventRow[] }>(
+    `select ${columns} from events
+      where (transaction_id, global_position) > (?::xid8, ?::bigint)
+        and transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      order by transaction_id, global_position
+      limit ?`,
+    [...(typeList === undefined ? [] : [typeList, typeList]), transactionId, globalPosition, limit],
+  );
+  return rows.rows;
+}
+
 /**
  * Streams' events in one statement, each read as asked (from its revision on); a stream asked for
  * twice in a batch is read once, from the earlier revision.
@@ -331,6 +369,12 @@ async function readStreamsWith(db: Knex, reads: StreamRead[]): Promise<RecordedE
   );
 }
 
+/**
+ * Appends to every stream in one statement (one round trip): expected versions are checked on the
+ * `event_streams` rows, whose row locks make a concurrent writer wait for the first to commit and
+ * then re-check, so a create-only append to a stream another writer just created is rejected,
+ * never merged. On a transaction (`db` may be one) the append commits with it.
+ */
 export async function appendWith(
   db: Knex | Knex.Transaction,
   appends: StreamAppend[],

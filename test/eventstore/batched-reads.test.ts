@@ -26,4 +26,40 @@ describe("stream reads asked for at once on the embedded database", () => {
     expect(read.map((events) => events.map((e) => e.data.id))).toEqual(ids.map((id) => [id]));
     expect(statements).toBeLessThanOrEqual(3);
   });
+
+  it("give subscriptions woken by one append one read of the log, each its own types and batch size", async () => {
+    database = await migratedDatabase("pglite");
+    const store = new PostgresEventStore(database.db, { soleWriter: true });
+    const start = await store.headPosition();
+    const id = `mixed-${randomUUID()}`;
+    await store.append(id, NO_STREAM, [event("A"), event("B"), event("C"), event("A")]);
+
+    let statements = 0;
+    database.db.on("query", () => statements++);
+    const asked = [
+      { types: ["A"], batchSize: 500 },
+      { types: ["B", "C"], batchSize: 500 },
+      { types: undefined, batchSize: 2 },
+      { types: ["C"], batchSize: 3 },
+    ];
+    const firstBatches = await Promise.all(
+      asked.map(
+        ({ types, batchSize }) =>
+          new Promise<string[]>((resolve) => {
+            const subscription = store.subscribe({
+              from: start,
+              batchSize,
+              ...(types ? { types } : {}),
+              handle: async (batch) => {
+                resolve(batch.filter((e) => e.streamId === id).map((e) => e.type));
+                void subscription.stop();
+              },
+            });
+          }),
+      ),
+    );
+
+    expect(firstBatches).toEqual([["A", "A"], ["B", "C"], ["A", "B"], ["C"]]);
+    expect(statements).toBeLessThanOrEqual(2);
+  });
 });
