@@ -20,6 +20,13 @@ export function normalEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/** A person's data key about to be stored, sealed under the server key. */
+interface NewKey {
+  personId: string;
+  lookup: string;
+  sealedKey: string;
+}
+
 /**
  * Crypto-shredding (decisions 6.5). Personal data (e-mail addresses, people's names) goes into
  * events sealed under a data key of its person; the keys live here, in `personal_data_keys`,
@@ -31,13 +38,6 @@ export function normalEmail(email: string): string {
  * from the server key, so the table holds no address in clear and a stolen copy of it cannot be
  * searched for an address without the server key. The row goes at erasure, lookup included.
  */
-/** A person's data key about to be stored, sealed under the server key. */
-interface NewKey {
-  personId: string;
-  lookup: string;
-  sealedKey: string;
-}
-
 export class PersonalData {
   private readonly lookupKey: Buffer;
   private readonly keyInserts: Batched<NewKey, undefined>;
