@@ -665,7 +665,11 @@ describe("GET /v1/transfers/inbox", () => {
     expectError(await inbox(apiKey, "", "nobody"), 404, "NOT_FOUND");
   });
 
-  it("long-poll: a waiting request answers with a new transfer within 100 ms of the POST's answer", async () => {
+  // Woken by the append, not found by the next idle poll (5 s on the embedded database, as long as
+  // the wait): an answer within a second can only come from the wake-up. How soon it comes (the
+  // 100 ms of decisions 8.4) is bench/event-stream.ts's figure; timed here against 100 ms, the test
+  // failed on a loaded 2-core machine (122-196 ms) whichever tree ran it.
+  it("long-poll: a waiting request answers with a new transfer as soon as it is sent, not at the next poll", async () => {
     const { apiKey } = await newParties(t);
     let answeredAt = 0;
     const waiting = inbox(apiKey, "wait=5", "bob").then((res) => {
@@ -679,7 +683,7 @@ describe("GET /v1/transfers/inbox", () => {
     const res = await waiting;
     expect(res.statusCode, res.body).toBe(200);
     expect((res.json() as InboxBody).transfers.map((one) => one.id)).toEqual([sent.id]);
-    expect(answeredAt - postedAt, "ms from the POST's answer to the inbox's").toBeLessThan(100);
+    expect(answeredAt - postedAt, "ms from the POST's answer to the inbox's").toBeLessThan(1000);
   });
 
   it("long-poll with nothing new returns empty after about the wait time; other agents' transfers do not end it", async () => {
