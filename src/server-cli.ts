@@ -15,7 +15,7 @@ import { projections } from "../projections/index.js";
 import { errorLine, UsageError } from "./cli-errors.js";
 import { changePlan, createAccount, defaultAccountName } from "./command-handlers/accounts.js";
 import { loadConfig } from "./config.js";
-import { migrate, openDatabase } from "./db/database.js";
+import { embeddedDirectory, migrate, openDatabase } from "./db/database.js";
 import { announceServerUrl } from "./db/embedded-lock.js";
 import type { EventStore, Position } from "./eventstore/port.js";
 import { countEvents, PostgresEventStore } from "./eventstore/postgres.js";
@@ -327,7 +327,7 @@ async function openScratch(live: Knex, target: ScratchTarget): Promise<Knex> {
   const scratch =
     target.kind === "schema"
       ? openDatabase({ kind: "postgres", url: target.url, schema: target.schema })
-      : openDatabase({ kind: "pglite", directory: join(target.directory, "pg") });
+      : openDatabase({ kind: "pglite", directory: embeddedDirectory(target.directory) });
   await migrate(scratch);
   return scratch;
 }

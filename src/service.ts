@@ -13,7 +13,7 @@ import type { TransferDeps } from "./command-handlers/transfers/record.js";
 import { WatchedEventStore } from "./command-handlers/watched-store.js";
 import type { WebhookDeps } from "./command-handlers/webhooks.js";
 import type { Config } from "./config.js";
-import { migrate, openDatabase } from "./db/database.js";
+import { embeddedDirectory, migrate, openDatabase } from "./db/database.js";
 import { UploadLeases } from "./db/upload-leases.js";
 import type { EventStore } from "./eventstore/port.js";
 import { PostgresEventStore } from "./eventstore/postgres.js";
@@ -243,7 +243,7 @@ async function openEventStorage(config: Config) {
   const db = openDatabase(
     config.databaseUrl
       ? { kind: "postgres", url: config.databaseUrl }
-      : { kind: "pglite", directory: join(config.dataDir, "pg") },
+      : { kind: "pglite", directory: embeddedDirectory(config.dataDir) },
   );
   await migrate(db);
   const log: EventStore = config.eventStoreUrl

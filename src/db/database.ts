@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import knex, { type Knex } from "knex";
 import ClientPgLite from "knex-pglite";
 import pg from "pg";
@@ -16,6 +17,11 @@ export type DatabaseTarget =
 
 /** The PGlite thread under each embedded knex instance, to wait for it before the first query. */
 const embedded = new WeakMap<Knex, PGliteThread>();
+
+/** Where a data folder keeps its embedded database. */
+export function embeddedDirectory(dataDir: string): string {
+  return join(dataDir, "pg");
+}
 
 /** Connections a PostgreSQL server's pool holds: as many statements as run at once. */
 const POOL_SIZE = 10;

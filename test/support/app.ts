@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { loadConfig } from "../../src/config.js";
+import { embeddedDirectory } from "../../src/db/database.js";
 import { type AppOptions, buildApp } from "../../src/http/app.js";
 import { openService, type Service, type ServiceOptions } from "../../src/service.js";
-import { freshPostgres, postgresServer, tempDir } from "./databases.js";
+import { freshPostgres, postgresServer, seedEmbeddedDatabase, tempDir } from "./databases.js";
 import { checkAnswersAgainstDocument } from "./openapi-check.js";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -38,6 +39,7 @@ export async function startTestApp(
   const dir = tempDir();
   const fresh =
     options.database === "postgres" && postgresServer ? await freshPostgres(postgresServer) : null;
+  if (!fresh && !options.env?.DATABASE_URL) seedEmbeddedDatabase(embeddedDirectory(dir.path));
   const config = loadConfig({
     DATA_DIR: dir.path,
     ADMIN_TOKEN,

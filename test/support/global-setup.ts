@@ -1,3 +1,7 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { startContainers } from "./containers.js";
 
@@ -7,7 +11,25 @@ declare module "vitest" {
     postgresSkipReason: string;
     eventStoreUrl: string | null;
     eventStoreSkipReason: string;
+    /** A migrated embedded database's folder, copied by the suites (pglite-template.ts). */
+    pgliteTemplate: string;
   }
+}
+
+/**
+ * initdb and the migrations cost an embedded database several seconds of CPU, and the suite opens
+ * well over a hundred: it is made once here, in a process of its own, and copied.
+ */
+function makePgliteTemplate(): { directory: string; remove(): void } {
+  const root = mkdtempSync(join(tmpdir(), "handoff-pglite-template-"));
+  const directory = join(root, "pg");
+  const made = spawnSync(
+    process.execPath,
+    ["--conditions=source", "--import", "tsx", "test/support/make-pglite-template.ts", directory],
+    { stdio: ["ignore", "inherit", "inherit"] },
+  );
+  if (made.status !== 0) throw new Error("making the embedded database template failed");
+  return { directory, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
 
 /**
@@ -37,5 +59,10 @@ export default async function setup(project: TestProject) {
   ] as const) {
     if (!url) console.warn(`[handoff tests] ${name} suites skipped: set ${reason} (${containers.reason})`);
   }
-  return containers.stop;
+  const template = makePgliteTemplate();
+  project.provide("pgliteTemplate", template.directory);
+  return async () => {
+    template.remove();
+    await containers.stop();
+  };
 }
