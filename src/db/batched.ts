@@ -37,6 +37,15 @@ export class Batched<In, Out> {
     });
   }
 
+  /** Several calls queued together, so that they go in the same statement (up to its size). */
+  callAll(inputs: In[]): Promise<Out[]> {
+    const answers = inputs.map(
+      (input) => new Promise<Out>((resolve, reject) => this.queue.push({ input, resolve, reject })),
+    );
+    this.start();
+    return Promise.all(answers);
+  }
+
   private start(): void {
     while (this.running < this.inFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, MOST_PER_BATCH);

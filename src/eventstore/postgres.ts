@@ -164,7 +164,8 @@ export class PostgresEventStore implements EventStore {
     if (new Set(reads.map((read) => read.streamId)).size !== reads.length) {
       throw new Error("readStreams reads each stream once");
     }
-    return Promise.all(reads.map((read) => this.reads.call(read)));
+    // Queued together: a create's turn reads its account's two streams in one statement.
+    return this.reads.callAll(reads);
   }
 
   async readAll(from: Position | null, limit: number): Promise<RecordedEvent[]> {
@@ -302,7 +303,11 @@ interface PageRead {
  */
 async function readPagesWith(db: Knex, reads: PageRead[]): Promise<LogPage[]> {
   const byFrom = new Map<Position | null, PageRead[]>();
-  for (const read of reads) byFrom.set(read.from, [...(byFrom.get(read.from) ?? []), read]);
+  for (const read of reads) {
+    const readers = byFrom.get(read.from) ?? [];
+    readers.push(read);
+    byFrom.set(read.from, readers);
+  }
   const rowsAfter = new Map<Position | null, EventRow[]>();
   for (const [from, readers] of byFrom) {
     const types = readers.some((reader) => !reader.types)

@@ -47,6 +47,15 @@ describe("batched look-ups", () => {
     expect(await Promise.all(answers)).toEqual([10, 20, 30, 40]);
   });
 
+  it("sends calls queued together in one statement, even when nothing else runs", async () => {
+    const { batches, run, endNext } = lookUp();
+    const batched = new Batched(run, 1);
+    const pair = batched.callAll([7, 8]);
+    expect(batches).toEqual([[7, 8]]);
+    endNext();
+    expect(await pair).toEqual([70, 80]);
+  });
+
   it("fails each call of a failed statement, and goes on with the next", async () => {
     const { run, endNext } = lookUp();
     const batched = new Batched(run, 1);

@@ -37,7 +37,7 @@ export interface TestDatabase {
   close(): Promise<void>;
 }
 
-/** A migrated database: PGlite in memory, or a fresh one on the real server. */
+/** A migrated database: PGlite in a temporary folder (a copy of the template), or a fresh one on the real server. */
 export async function migratedDatabase(kind: "pglite" | "postgres"): Promise<TestDatabase> {
   if (kind === "pglite") {
     const dir = tempDir();

@@ -11,7 +11,7 @@ declare module "vitest" {
     postgresSkipReason: string;
     eventStoreUrl: string | null;
     eventStoreSkipReason: string;
-    /** A migrated embedded database's folder, copied by the suites (pglite-template.ts). */
+    /** A migrated embedded database's folder, copied by the suites (seedEmbeddedDatabase). */
     pgliteTemplate: string;
   }
 }
@@ -33,10 +33,12 @@ function makePgliteTemplate(): { directory: string; remove(): void } {
 }
 
 /**
- * Finds the real servers the suites may use: a variable when it is set (CI sets them all),
+ * Makes the embedded database the suites copy, then finds the real servers they may use: a variable when it is set (CI sets them all),
  * else a testcontainers container where a container runtime exists, else none, with the reason.
  */
 export default async function setup(project: TestProject) {
+  const template = makePgliteTemplate();
+  project.provide("pgliteTemplate", template.directory);
   const containers = await startContainers({
     postgres: !process.env.TEST_DATABASE_URL,
     eventStore: !process.env.EVENTSTORE_URL,
@@ -59,8 +61,6 @@ export default async function setup(project: TestProject) {
   ] as const) {
     if (!url) console.warn(`[handoff tests] ${name} suites skipped: set ${reason} (${containers.reason})`);
   }
-  const template = makePgliteTemplate();
-  project.provide("pgliteTemplate", template.directory);
   return async () => {
     template.remove();
     await containers.stop();
